@@ -1,0 +1,3 @@
+from cronctl.cli.app import main
+
+main()

@@ -1,0 +1,71 @@
+"""The dispatch seam: how the runtime starts one attempt of one occurrence.
+
+Invariants every dispatcher keeps:
+- ``start`` never raises for anything the target does; failures arrive as an
+  :class:`Outcome` through ``on_done``, which is called exactly once per started attempt.
+- ``on_done`` may be called from any thread; the runtime posts it to its inbox.
+- ``resolve`` is cheap and raises :class:`TargetUnresolved` when the target cannot be
+  found right now (the runtime then skips the fire without a row or a slot).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from cronctl.jobs.model import ExecutionStatus, JobDefinition, Origin
+
+
+class TargetUnresolved(Exception):
+    """The job's target cannot be resolved or imported right now."""
+
+
+@dataclass(frozen=True)
+class DispatchRequest:
+    job: JobDefinition
+    occurrence_id: str
+    scheduled_at: datetime  # aware UTC: the planned instant (jitter not included)
+    attempt: int
+    origin: Origin
+    execution_id: int | None = None  # None when untracked
+    fencing_token: int | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How an attempt ended: ``succeeded``, ``failed``, ``cancelled`` or ``abandoned``."""
+
+    status: ExecutionStatus
+    error: str | None = None
+    exit_code: int | None = None
+
+
+class LogSink(Protocol):
+    """Where an attempt's log lines and progress go (buffered; the runtime flushes)."""
+
+    def log(self, level: int, message: str) -> None: ...
+
+    def progress(self, done: float, total: float | None, message: str | None) -> None: ...
+
+
+class ExecutionHandle(Protocol):
+    def cancel(self) -> None:
+        """Cooperative cancel: Python handlers see ``is_cancelled()``; commands get SIGTERM,
+        then SIGKILL after ``kill_timeout``."""
+
+    def abandon(self) -> None:
+        """The attempt passed its ``timeout``: commands are killed (SIGTERM, then SIGKILL);
+        Python handlers are left running but their result is ignored."""
+
+
+class Dispatcher(Protocol):
+    def resolve(self, job: JobDefinition) -> None: ...
+
+    def start(
+        self,
+        request: DispatchRequest,
+        sink: LogSink,
+        on_done: Callable[[Outcome], None],
+    ) -> ExecutionHandle: ...

@@ -1,0 +1,76 @@
+"""Durations as users write them: ``"90s"``, ``"5m"``, ``"1h30m"``, ``"2d"``, ``"250ms"``
+or a bare number of seconds (int or float, or a string of digits)."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+_UNITS = {
+    "ms": 0.001,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+    "d": 86400.0,
+    "w": 604800.0,
+}
+_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
+
+
+class DurationError(ValueError):
+    """A duration that cannot be read; the message says what form is expected."""
+
+
+def parse_duration(value: object, *, allow_zero: bool = True) -> timedelta:
+    """Read a duration. Raises :class:`DurationError` with a one-line message."""
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, bool):
+        raise DurationError(f"{value!r} is not a duration; write e.g. \"90s\", \"5m\" or \"1h30m\"")
+    elif isinstance(value, int | float):
+        seconds = float(value)
+    elif isinstance(value, str):
+        text = value.strip().lower().replace(" ", "")
+        if not text:
+            raise DurationError("empty duration; write e.g. \"90s\", \"5m\" or \"1h30m\"")
+        if re.fullmatch(r"\d+(\.\d+)?", text):
+            seconds = float(text)
+        else:
+            pos = 0
+            seconds = 0.0
+            for match in _PART.finditer(text):
+                if match.start() != pos:
+                    break
+                seconds += float(match.group(1)) * _UNITS[match.group(2)]
+                pos = match.end()
+            if pos != len(text) or pos == 0:
+                raise DurationError(
+                    f"{value!r} is not a duration; write e.g. \"90s\", \"5m\" or \"1h30m\""
+                )
+    else:
+        raise DurationError(f"{value!r} is not a duration; write e.g. \"90s\", \"5m\" or \"1h30m\"")
+    if seconds < 0:
+        raise DurationError(f"{value!r} is negative; a duration must be >= 0")
+    if not allow_zero and seconds == 0:
+        raise DurationError(f"{value!r} is zero; a duration must be > 0")
+    return timedelta(seconds=seconds)
+
+
+def format_duration(delta: timedelta) -> str:
+    """Short human form: ``3h 2m``, ``45s``, ``2d 4h``; sub-second values as ``0s``."""
+    total = int(delta.total_seconds())
+    sign = "-" if total < 0 else ""
+    total = abs(total)
+    days, rem = divmod(total, 86400)
+    hours, rem = divmod(rem, 3600)
+    minutes, secs = divmod(rem, 60)
+    parts: list[str] = []
+    if days:
+        parts.append(f"{days}d")
+    if hours:
+        parts.append(f"{hours}h")
+    if minutes and not days:
+        parts.append(f"{minutes}m")
+    if secs and not days and not hours:
+        parts.append(f"{secs}s")
+    return sign + (" ".join(parts) if parts else "0s")

@@ -1,0 +1,170 @@
+"""The job model: frozen definitions and the enums of SPEC section 2.
+
+A :class:`JobDefinition` is fully resolved: TOML over decorator over mode defaults has
+already been applied by the loader, so everything below (core, runtime, store) reads
+plain values and never re-derives a default.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+
+class _Choice(enum.StrEnum):
+    """A str enum whose parse accepts any case and ``-`` for ``_``."""
+
+    @classmethod
+    def parse(cls, value: object) -> _Choice:
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str):
+            key = value.strip().lower().replace("-", "_")
+            for member in cls:
+                if member.value == key:
+                    return member
+        allowed = ", ".join(m.value for m in cls)
+        raise ValueError(f"{value!r} is not one of: {allowed}")
+
+
+class Mode(_Choice):
+    EVERY_INSTANCE = "every_instance"
+    SINGLE_INSTANCE = "single_instance"
+
+
+class OverlapPolicy(_Choice):
+    SKIP = "skip"
+    QUEUE_ONE = "queue_one"
+    ALLOW = "allow"
+
+
+class MisfirePolicy(_Choice):
+    FIRE_NOW = "fire_now"
+    SKIP = "skip"
+    FIRE_ALL = "fire_all"
+
+
+class DstGap(_Choice):
+    AUTO = "auto"
+    SHIFT = "shift"
+    SKIP = "skip"
+
+
+class DstFold(_Choice):
+    AUTO = "auto"
+    FIRST = "first"
+    SECOND = "second"
+    BOTH = "both"
+
+
+class ExecutionStatus(_Choice):
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    ABANDONED = "abandoned"
+    CANCELLED = "cancelled"
+    DEAD_LETTER = "dead_letter"
+
+    @property
+    def is_final(self) -> bool:
+        return self not in (ExecutionStatus.PENDING, ExecutionStatus.RUNNING)
+
+
+class Origin(_Choice):
+    CRON = "cron"
+    MISFIRE = "misfire"
+    REPLAY = "replay"
+    MANUAL = "manual"
+
+
+# --- targets -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ServiceTarget:
+    """``service:<namespace>.<service>.<operation>``, resolved through the registry per fire."""
+
+    operation_id: str
+
+    def __str__(self) -> str:
+        return f"service:{self.operation_id}"
+
+
+@dataclass(frozen=True)
+class PythonTarget:
+    """``python:<module>:<function>``, imported on every fire."""
+
+    module: str
+    function: str
+
+    def __str__(self) -> str:
+        return f"python:{self.module}:{self.function}"
+
+
+@dataclass(frozen=True)
+class CommandTarget:
+    """A child process: ``argv`` run without a shell unless ``shell`` (then ``argv[0]`` is
+    the shell command line)."""
+
+    argv: tuple[str, ...]
+    shell: bool = False
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+
+    def __str__(self) -> str:
+        import shlex
+
+        return self.argv[0] if self.shell else shlex.join(self.argv)
+
+
+Target = ServiceTarget | PythonTarget | CommandTarget
+
+
+# --- the definition ----------------------------------------------------------------
+
+EPOCH = datetime.fromisoformat("1970-01-01T00:00:00+00:00")
+
+
+@dataclass(frozen=True)
+class JobDefinition:
+    """One validated job. ``schedule_text`` is what ``cronctl next``/``list`` show: the
+    normalized cron expression, or ``@every <duration>`` for interval jobs."""
+
+    id: str
+    target: Target
+    cron: str | None = None
+    every: timedelta | None = None
+    anchor: datetime = EPOCH
+    timezone: str = "UTC"
+    enabled: bool = True
+    mode: Mode = Mode.EVERY_INSTANCE
+    overlap_policy: OverlapPolicy = OverlapPolicy.SKIP
+    serial_group: str | None = None
+    misfire_policy: MisfirePolicy = MisfirePolicy.SKIP
+    misfire_threshold: timedelta = timedelta(seconds=60)
+    catchup_limit: int = 100
+    max_attempts: int = 3
+    retry_backoff: timedelta = timedelta(seconds=10)
+    timeout: timedelta | None = None
+    kill_timeout: timedelta = timedelta(seconds=10)
+    tracked: bool = True
+    jitter: timedelta = timedelta(0)
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    payload: Any = None
+    description: str | None = None
+    dst_gap: DstGap = DstGap.AUTO
+    dst_fold: DstFold = DstFold.AUTO
+    source: str = ""  # where it was defined: "jobs.d/a.toml:12" or "pkg.mod:Class.method"
+
+    @property
+    def schedule_text(self) -> str:
+        if self.cron is not None:
+            return self.cron
+        assert self.every is not None
+        from cronctl.durations import format_duration
+
+        return f"@every {format_duration(self.every).replace(' ', '')}"
