@@ -1,0 +1,407 @@
+"""The store seam: one Protocol every state backend keeps (memory, SQLite, PostgreSQL).
+
+This module is import-light on purpose (no SQLAlchemy): the scheduler, the runtime and
+the fast CLI commands import it even when ``database = "none"``.
+
+Conventions every implementation keeps:
+
+- Every datetime passed in is *aware*; every datetime returned is aware UTC and equal,
+  to the microsecond, to what was stored. A naive datetime is a bug and raises
+  ``ValueError``.
+- The store never reads the clock on its own. Methods that stamp bookkeeping columns
+  take ``now``; where ``now`` is optional and omitted, the store uses the current UTC
+  time for that bookkeeping column only (never for a decision).
+- Every method is atomic on its own: it either happens completely or not at all.
+- Failures the user can act on raise :class:`cronctl.errors.StoreError` (or a subclass
+  below) whose message names the database (password redacted) and what to do.
+  :class:`StoreUnavailable` marks a transient loss of the database: retry later.
+- Methods are safe to call from several threads; several processes (and, on
+  PostgreSQL, several nodes) may share one database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Protocol, runtime_checkable
+
+from cronctl.errors import StoreError
+from cronctl.jobs.model import ExecutionStatus, JobDefinition, Origin
+
+# --- errors ----------------------------------------------------------------------------
+
+
+class StoreUnavailable(StoreError):
+    """The database cannot be reached right now (server down, network, lock timeout).
+
+    Transient: ``cronctl run`` logs it, retries with backoff, and lets the misfire policy
+    cover what was missed once the database is back."""
+
+
+class SchemaMismatch(StoreError):
+    """The database schema is not the one this cronctl needs (missing tables with
+    ``auto_migrate`` off, or a newer revision than this cronctl knows)."""
+
+
+class NodeIdInUse(StoreError):
+    """Another live scheduler (heartbeat not expired, different host or pid) already
+    holds this ``node_id``."""
+
+
+# --- rows --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScheduleState:
+    """The durable per-job state.
+
+    ``cursor`` is the last planned UTC instant the scheduler has handled (dispatch
+    confirmed, or deliberately skipped); it never moves backwards. ``fencing`` is the last
+    fencing token handed out for this job (0 = none yet). ``definition`` is the JSON
+    snapshot written by :meth:`Store.save_definitions` (``{}`` when the row was created by
+    a cursor/pause/fencing call before any definition was saved)."""
+
+    job_id: str
+    definition: Mapping[str, Any]
+    cursor: datetime | None
+    paused: bool
+    fencing: int
+    updated_at: datetime | None
+
+
+@dataclass(frozen=True)
+class ExecutionRecord:
+    """One attempt of one occurrence.
+
+    ``scope_node`` is ``None`` for single_instance executions (one per occurrence and
+    attempt, cluster-wide) and the firing node's id for every_instance executions (one
+    per occurrence, node and attempt). ``node_id`` is the node that inserted the row
+    (and runs it)."""
+
+    id: int
+    job_id: str
+    occurrence_id: str
+    scheduled_at: datetime
+    attempt: int
+    origin: Origin
+    status: ExecutionStatus
+    node_id: str
+    scope_node: str | None
+    fencing_token: int | None
+    target: str
+    created_at: datetime
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    error: str | None = None
+    progress_done: float | None = None
+    progress_total: float | None = None
+    progress_message: str | None = None
+    cancel_requested: bool = False
+
+
+@dataclass(frozen=True)
+class NodeRecord:
+    node_id: str
+    host: str
+    pid: int
+    started_at: datetime
+    heartbeat_at: datetime
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """One job log line; ``seq`` increases by one per line within an execution, from 1."""
+
+    execution_id: int
+    seq: int
+    at: datetime
+    level: str
+    message: str
+
+
+@dataclass(frozen=True)
+class TriggerRequest:
+    """A request from another process (``cronctl trigger``/``replay``) for a running
+    scheduler. ``scheduled_at`` is ``None`` for "now" (manual) and the planned instant
+    to run for replays. Once a scheduler took it, ``taken_by``/``taken_at`` are set;
+    once it acted, ``execution_id`` (or ``error``) tells the requester what happened."""
+
+    id: int
+    job_id: str
+    origin: Origin
+    scheduled_at: datetime | None
+    requested_at: datetime
+    taken_by: str | None = None
+    taken_at: datetime | None = None
+    execution_id: int | None = None
+    error: str | None = None
+    done: bool = False
+
+
+LogEntry = tuple[int, datetime, "str | int", str]
+"""``(execution_id, at, level, message)``; ``level`` is a name ("INFO") or a logging int."""
+
+
+# --- the Protocol ------------------------------------------------------------------------
+
+
+@runtime_checkable
+class Store(Protocol):
+    """The durable state of cronctl. See the module docstring for the conventions."""
+
+    @property
+    def kind(self) -> str:
+        """``"memory"``, ``"sqlite"`` or ``"postgresql"``."""
+        ...
+
+    @property
+    def persistent(self) -> bool:
+        """False for the memory store: nothing survives the process."""
+        ...
+
+    @property
+    def display_url(self) -> str:
+        """The database URL with any password replaced by ``***``."""
+        ...
+
+    def close(self) -> None:
+        """Release connections. The store is unusable afterwards."""
+        ...
+
+    # --- schedules -------------------------------------------------------------------
+
+    def save_definitions(
+        self, jobs: Sequence[JobDefinition], *, now: datetime | None = None
+    ) -> None:
+        """Upsert one schedule row per job with a JSON snapshot of its definition.
+
+        Cursor, paused flag and fencing counter of existing rows are kept. Rows of jobs
+        not in ``jobs`` are left alone (a job that comes back keeps its cursor)."""
+        ...
+
+    def get_schedule(self, job_id: str) -> ScheduleState | None:
+        ...
+
+    def list_schedules(self) -> list[ScheduleState]:
+        """All schedule rows, ordered by job id."""
+        ...
+
+    def advance_cursor(self, job_id: str, planned_at: datetime) -> datetime:
+        """Set the cursor to ``max(cursor, planned_at)`` and return the resulting cursor.
+
+        Never moves backwards, also when two nodes race. Creates the row if missing."""
+        ...
+
+    def set_paused(self, job_id: str, paused: bool) -> None:
+        """Pause or resume the job cluster-wide. Creates the row if missing."""
+        ...
+
+    def next_fencing_token(self, job_id: str) -> int:
+        """Atomically increment and return the job's fencing counter (first call: 1).
+
+        Tokens of one job strictly increase across every caller, thread and node."""
+        ...
+
+    # --- executions ------------------------------------------------------------------
+
+    def try_insert_execution(
+        self,
+        *,
+        job_id: str,
+        occurrence_id: str,
+        scheduled_at: datetime,
+        attempt: int,
+        origin: Origin,
+        node_id: str,
+        scope_node: str | None,
+        fencing_token: int | None = None,
+        target: str = "",
+        status: ExecutionStatus = ExecutionStatus.PENDING,
+        started_at: datetime | None = None,
+        now: datetime | None = None,
+    ) -> int | None:
+        """The election: insert the attempt unless it exists; return the new row id if this
+        caller won, ``None`` if a row for the same (job, occurrence, scope, attempt)
+        already exists (inserted by anyone, any time).
+
+        ``scope_node=None`` means single_instance (the row is unique per occurrence and
+        attempt, cluster-wide); a node id means every_instance (unique per occurrence,
+        node and attempt). Exactly one of any number of concurrent callers wins."""
+        ...
+
+    def transition(
+        self,
+        execution_id: int,
+        expected: ExecutionStatus | Collection[ExecutionStatus],
+        new: ExecutionStatus,
+        *,
+        error: str | None = None,
+        started_at: datetime | None = None,
+        finished_at: datetime | None = None,
+    ) -> bool:
+        """Compare-and-set the status: change it to ``new`` only if it currently is
+        ``expected`` (or one of them). Returns whether this call changed it; of two racing
+        callers exactly one wins. ``error``/``started_at``/``finished_at`` are written only
+        when given (and only when the transition happens)."""
+        ...
+
+    def get_execution(self, execution_id: int) -> ExecutionRecord | None:
+        ...
+
+    def list_executions(
+        self,
+        *,
+        job_id: str | None = None,
+        status: ExecutionStatus | Collection[ExecutionStatus] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int | None = 50,
+    ) -> list[ExecutionRecord]:
+        """History, newest first: ordered by ``scheduled_at`` descending, then id
+        descending (a later attempt of an occurrence before an earlier one). ``since`` and
+        ``until`` bound ``scheduled_at`` (inclusive). ``limit=None`` means all."""
+        ...
+
+    def latest_executions(self, job_ids: Collection[str]) -> dict[str, ExecutionRecord]:
+        """The newest execution (same order as :meth:`list_executions`) of each job that
+        has one."""
+        ...
+
+    def executions_of_occurrence(self, job_id: str, occurrence_id: str) -> list[ExecutionRecord]:
+        """Every attempt of one occurrence (any scope), oldest attempt first."""
+        ...
+
+    def pending_or_running(
+        self,
+        *,
+        node_id: str | None = None,
+        job_ids: Collection[str] | None = None,
+    ) -> list[ExecutionRecord]:
+        """Executions still ``pending`` or ``running`` (optionally only those inserted by
+        ``node_id``, or only of ``job_ids``), oldest ``scheduled_at`` first. Used for
+        recovery, cluster-wide overlap and serial groups."""
+        ...
+
+    def request_cancel(self, execution_id: int) -> bool:
+        """Flag a ``pending`` or ``running`` execution for cancellation. Returns False if it
+        does not exist or has already ended (nothing is changed then)."""
+        ...
+
+    def cancel_requested(self, execution_ids: Collection[int]) -> set[int]:
+        """The subset of ``execution_ids`` flagged for cancellation (the runtime polls)."""
+        ...
+
+    def append_logs(self, batch: Sequence[LogEntry]) -> None:
+        """Append log lines; each execution's lines get consecutive ``seq`` numbers in the
+        order given. Lines of an execution that does not exist are dropped silently
+        (an untracked fire has no row)."""
+        ...
+
+    def read_logs(
+        self, execution_id: int, *, after_seq: int = 0, limit: int | None = None
+    ) -> list[LogLine]:
+        """Lines with ``seq > after_seq``, oldest first (``-f`` follows with the last seq)."""
+        ...
+
+    def record_progress(
+        self, execution_id: int, done: float, total: float | None, message: str | None
+    ) -> None:
+        """Overwrite the execution's progress snapshot."""
+        ...
+
+    # --- requests from other processes -------------------------------------------------
+
+    def enqueue_trigger(
+        self,
+        job_id: str,
+        origin: Origin = Origin.MANUAL,
+        *,
+        scheduled_at: datetime | None = None,
+        now: datetime | None = None,
+    ) -> int | None:
+        """Queue a request for a running scheduler; returns its id.
+
+        With ``scheduled_at`` (replay) at most one request per (job, instant) ever exists:
+        a second request for the same instant returns ``None`` and changes nothing."""
+        ...
+
+    def take_triggers(
+        self,
+        node_id: str,
+        *,
+        job_ids: Collection[str] | None = None,
+        limit: int = 100,
+        now: datetime | None = None,
+    ) -> list[TriggerRequest]:
+        """Claim untaken requests (optionally only for ``job_ids``), oldest first. Each
+        request is taken by exactly one caller, cluster-wide."""
+        ...
+
+    def complete_trigger(
+        self, request_id: int, *, execution_id: int | None = None, error: str | None = None
+    ) -> None:
+        """Record what came of a taken request (``done`` becomes True)."""
+        ...
+
+    def get_trigger(self, request_id: int) -> TriggerRequest | None:
+        ...
+
+    # --- nodes -------------------------------------------------------------------------
+
+    def register_node(
+        self, node_id: str, host: str, pid: int, started_at: datetime, *, ttl: timedelta
+    ) -> None:
+        """Register (or re-register) this scheduler; ``started_at`` is also its first
+        heartbeat. Raises :class:`NodeIdInUse` if a node with this id is live (heartbeat
+        later than ``started_at - ttl``) with a different host or pid. Atomic: of two
+        schedulers registering one id at once, one is refused."""
+        ...
+
+    def heartbeat(self, node_id: str, at: datetime) -> bool:
+        """Record a heartbeat. False if the node row is gone (unregistered): re-register."""
+        ...
+
+    def live_nodes(self, now: datetime, ttl: timedelta) -> list[NodeRecord]:
+        """Nodes whose last heartbeat is later than ``now - ttl``, by node id."""
+        ...
+
+    def expired_nodes(self, now: datetime, ttl: timedelta) -> list[NodeRecord]:
+        """Nodes whose last heartbeat is at or before ``now - ttl``, by node id."""
+        ...
+
+    def unregister_node(self, node_id: str) -> None:
+        ...
+
+
+def require_aware(value: datetime, what: str = "datetime") -> datetime:
+    """``value`` converted to UTC; raises ValueError for a naive datetime (a caller bug)."""
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"{what} must be timezone-aware, got naive {value.isoformat()}")
+    from datetime import UTC
+
+    return value.astimezone(UTC)
+
+
+def statuses(value: ExecutionStatus | Collection[ExecutionStatus]) -> tuple[ExecutionStatus, ...]:
+    """Normalize a status-or-collection argument."""
+    if isinstance(value, ExecutionStatus):
+        return (value,)
+    return tuple(value)
+
+
+__all__ = [
+    "ExecutionRecord",
+    "LogEntry",
+    "LogLine",
+    "NodeIdInUse",
+    "NodeRecord",
+    "ScheduleState",
+    "SchemaMismatch",
+    "Store",
+    "StoreError",
+    "StoreUnavailable",
+    "TriggerRequest",
+    "require_aware",
+    "statuses",
+]

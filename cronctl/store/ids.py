@@ -1,0 +1,30 @@
+"""Stable identifiers. Import-light (stdlib only): the scheduler needs these even when
+``database = "none"``."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+
+
+def utc_iso(instant: datetime) -> str:
+    """Fixed-width UTC ISO 8601 with microseconds and ``Z``: ``2026-03-08T07:00:00.000000Z``.
+
+    Fixed width matters: strings of this form sort and compare like the instants."""
+    if instant.tzinfo is None or instant.utcoffset() is None:
+        raise ValueError(f"instant must be timezone-aware, got naive {instant.isoformat()}")
+    utc = instant.astimezone(UTC)
+    return f"{utc.year:04d}-{utc:%m-%dT%H:%M:%S}.{utc.microsecond:06d}Z"
+
+
+def occurrence_id(job_id: str, planned_at: datetime) -> str:
+    """The stable id of occurrence (job, planned UTC instant): 32 hex digits.
+
+    The same on every node and after every restart, whatever zone ``planned_at`` is
+    expressed in (it is keyed in UTC, so the two instants of a DST fold differ).
+    Handlers use it as an idempotency key."""
+    digest = hashlib.sha256(f"{job_id}\n{utc_iso(planned_at)}".encode()).hexdigest()
+    return digest[:32]
+
+
+__all__ = ["occurrence_id", "utc_iso"]
