@@ -1,0 +1,91 @@
+"""Interval schedules: ``every = "90s"`` fires at ``anchor + k * every`` for whole k.
+
+Intervals are elapsed time, so no zone or DST enters; with the default anchor (the Unix
+epoch) every node computes the same instants without talking to the others.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from cronctl.cron.errors import CronSyntaxError
+from cronctl.durations import DurationError, parse_duration
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_UNITS = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
+_WORDS = {"d": "day", "h": "hour", "m": "minute", "s": "second"}
+
+
+def _parts(every: timedelta) -> list[tuple[int, str]]:
+    whole = int(every.total_seconds())
+    parts: list[tuple[int, str]] = []
+    for unit, size in _UNITS:
+        count, whole = divmod(whole, size)
+        if count:
+            parts.append((count, unit))
+    return parts
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    """``every`` >= 1 s; ``anchor`` is any aware instant (stored in UTC)."""
+
+    every: timedelta
+    anchor: datetime = EPOCH
+
+    def __post_init__(self) -> None:
+        if self.every < timedelta(seconds=1):
+            raise CronSyntaxError(
+                f"interval {self.every.total_seconds():g}s is shorter than the minimum 1s",
+                field="every",
+            )
+        if self.anchor.tzinfo is None or self.anchor.utcoffset() is None:
+            raise ValueError("interval anchor must be a timezone-aware datetime")
+        object.__setattr__(self, "anchor", self.anchor.astimezone(UTC))
+
+    @classmethod
+    def parse(cls, text: str, anchor: datetime = EPOCH) -> Interval:
+        """Read ``"@every 90s"`` (or just ``"90s"``)."""
+        body = text.strip()
+        if body.lower().startswith("@every"):
+            body = body[len("@every"):].strip()
+        if not body:
+            raise CronSyntaxError("@every needs a duration, e.g. '@every 90s'", field="every")
+        try:
+            every = parse_duration(body)
+        except DurationError as exc:
+            raise CronSyntaxError(f"@every: {exc}", field="every", text=body) from None
+        return cls(every, anchor)
+
+    @property
+    def text(self) -> str:
+        """``@every 1h30m`` (whole seconds; a fraction is kept as decimal seconds)."""
+        if self.every.microseconds:
+            return f"@every {self.every.total_seconds():g}s"
+        return "@every " + "".join(f"{count}{unit}" for count, unit in _parts(self.every))
+
+    def explain(self) -> str:
+        """``"Every 90 seconds"``, ``"Every 1 hour 30 minutes"``."""
+        if self.every.microseconds:
+            return f"Every {self.every.total_seconds():g} seconds"
+        parts = _parts(self.every)
+        if len(parts) == 1 and parts[0][0] == 1:
+            return f"Every {_WORDS[parts[0][1]]}"
+        if self.every < timedelta(minutes=2) and self.every.seconds % 60:
+            return f"Every {self.every.seconds} seconds"
+        words = [f"{n} {_WORDS[u]}{'s' if n != 1 else ''}" for n, u in parts]
+        return "Every " + " ".join(words)
+
+    def next_after(self, t: datetime) -> datetime:
+        """The first ``anchor + k * every`` strictly after ``t`` (an aware datetime)."""
+        k = (t - self.anchor) // self.every
+        return self.anchor + (k + 1) * self.every
+
+    def between(self, a: datetime, b: datetime, limit: int = 100) -> list[datetime]:
+        out: list[datetime] = []
+        fire = self.next_after(a)
+        while len(out) < limit and fire <= b:
+            out.append(fire)
+            fire += self.every
+        return out
