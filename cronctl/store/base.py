@@ -180,8 +180,7 @@ class Store(Protocol):
         not in ``jobs`` are left alone (a job that comes back keeps its cursor)."""
         ...
 
-    def get_schedule(self, job_id: str) -> ScheduleState | None:
-        ...
+    def get_schedule(self, job_id: str) -> ScheduleState | None: ...
 
     def list_schedules(self) -> list[ScheduleState]:
         """All schedule rows, ordered by job id."""
@@ -246,8 +245,7 @@ class Store(Protocol):
         when given (and only when the transition happens)."""
         ...
 
-    def get_execution(self, execution_id: int) -> ExecutionRecord | None:
-        ...
+    def get_execution(self, execution_id: int) -> ExecutionRecord | None: ...
 
     def list_executions(
         self,
@@ -344,8 +342,7 @@ class Store(Protocol):
         """Record what came of a taken request (``done`` becomes True)."""
         ...
 
-    def get_trigger(self, request_id: int) -> TriggerRequest | None:
-        ...
+    def get_trigger(self, request_id: int) -> TriggerRequest | None: ...
 
     # --- nodes -------------------------------------------------------------------------
 
@@ -370,8 +367,7 @@ class Store(Protocol):
         """Nodes whose last heartbeat is at or before ``now - ttl``, by node id."""
         ...
 
-    def unregister_node(self, node_id: str) -> None:
-        ...
+    def unregister_node(self, node_id: str) -> None: ...
 
 
 def require_aware(value: datetime, what: str = "datetime") -> datetime:

@@ -1,0 +1,148 @@
+"""Engines for SQLite and PostgreSQL, and the translation of driver errors into one
+:class:`StoreError` that names the database (password redacted) and says what to do."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event, exc
+from sqlalchemy.engine import Engine
+
+from cronctl.errors import StoreError
+from cronctl.store.base import SchemaMismatch, StoreUnavailable
+from cronctl.store.urls import kind_of, redact, scrub
+
+SQLITE_BUSY_TIMEOUT_MS = 5000
+PG_CONNECT_TIMEOUT_S = 5
+
+
+def normalize_url(url: str) -> str:
+    """Use psycopg 3 for ``postgresql://`` and ``postgres://`` URLs (the only driver we ship)."""
+    url = url.strip()
+    for prefix in ("postgresql://", "postgres://"):
+        if url.lower().startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for ``url`` (``sqlite:///...`` or ``postgresql+psycopg://...``).
+
+    SQLite: WAL, ``busy_timeout``, ``foreign_keys=ON``, and transactions begun explicitly
+    so that write transactions can say ``BEGIN IMMEDIATE`` (see :func:`writer`): a
+    deferred transaction that later writes can deadlock against another writer."""
+    kind = kind_of(url)
+    url = normalize_url(url)
+    try:
+        parsed = sa.engine.make_url(url)
+    except exc.ArgumentError:
+        raise StoreError(f"cannot parse database URL {redact(url)!r}") from None
+    if kind == "sqlite":
+        return _sqlite_engine(parsed)
+    return sa.create_engine(
+        parsed,
+        pool_pre_ping=True,
+        connect_args={"connect_timeout": PG_CONNECT_TIMEOUT_S, "application_name": "cronctl"},
+    )
+
+
+def _sqlite_engine(parsed: sa.engine.URL) -> Engine:
+    memory = parsed.database in (None, "", ":memory:")
+    engine = sa.create_engine(
+        parsed,
+        connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
+        poolclass=sa.pool.StaticPool if memory else None,
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # Take transaction control away from the sqlite3 module; "begin" below emits BEGIN.
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        try:
+            cur.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+            cur.execute("PRAGMA foreign_keys = ON")
+            if not memory:
+                cur.execute("PRAGMA journal_mode = WAL")
+                cur.execute("PRAGMA synchronous = NORMAL")
+        finally:
+            cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: sa.Connection) -> None:
+        mode = conn.get_execution_options().get("sqlite_begin", "DEFERRED")
+        conn.exec_driver_sql(f"BEGIN {mode}")
+
+    return engine
+
+
+def writer(engine: Engine) -> Engine:
+    """The engine to use for write transactions (``BEGIN IMMEDIATE`` on SQLite)."""
+    if engine.dialect.name == "sqlite":
+        return engine.execution_options(sqlite_begin="IMMEDIATE")
+    return engine
+
+
+def _first_line(error: BaseException) -> str:
+    orig = getattr(error, "orig", None) or error
+    text = str(orig).strip()
+    return text.splitlines()[0] if text else type(orig).__name__
+
+
+def translate(error: exc.SQLAlchemyError, url: str) -> StoreError:
+    """One clear, password-free error for ``error`` raised while using ``url``."""
+    where = redact(url)
+    detail = scrub(_first_line(error), url)
+    low = detail.lower()
+    if "readonly" in low or "read-only" in low:
+        return StoreError(
+            f"database {where} is read-only ({detail}): make the file and its directory "
+            "writable by this user, or choose another --database"
+        )
+    if "file is not a database" in low or "malformed" in low or "not a database" in low:
+        return StoreError(
+            f"database {where} is not a valid SQLite database ({detail}): restore it from a "
+            "backup, or move it away so that cronctl creates a new one"
+        )
+    if "unable to open database file" in low:
+        return StoreError(
+            f"cannot open database {where} ({detail}): check that its directory exists and "
+            "is writable"
+        )
+    if "database is locked" in low or "database is busy" in low:
+        return StoreUnavailable(
+            f"database {where} is locked by another process ({detail}): try again"
+        )
+    if "password authentication failed" in low or "authentication failed" in low:
+        return StoreError(
+            f"cannot log in to database {where} ({detail}): check the user name and password"
+        )
+    if "no such table" in low or ("relation" in low and "does not exist" in low):
+        return SchemaMismatch(
+            f"database {where} has no cronctl tables ({detail}): run `cronctl db upgrade`"
+        )
+    if "database" in low and "does not exist" in low:
+        return StoreError(f"database {where} does not exist ({detail}): create it first")
+    if isinstance(error, exc.OperationalError | exc.InterfaceError | exc.DisconnectionError):
+        return StoreUnavailable(
+            f"cannot reach database {where} ({detail}): check that the server is running "
+            "and reachable, then try again"
+        )
+    return StoreError(f"database error on {where}: {detail}")
+
+
+@contextmanager
+def translated(url: str) -> Iterator[None]:
+    """Turn SQLAlchemy errors raised inside into :func:`translate`'s StoreError. The
+    original is dropped from the chain on purpose: nothing that might carry connection
+    details is printed, not even with ``--verbose``."""
+    try:
+        yield
+    except exc.SQLAlchemyError as error:
+        raise translate(error, url) from None
+
+
+__all__ = ["make_engine", "normalize_url", "translate", "translated", "writer"]

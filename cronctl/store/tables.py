@@ -1,0 +1,160 @@
+"""SQLAlchemy Core tables: the schema the alembic migrations build (a test checks that
+the two agree on SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Dialect
+
+from cronctl.store.ids import utc_iso
+
+# Deterministic constraint names, so migrations can refer to them on every dialect.
+metadata = sa.MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+SQLITE_TIMESTAMP_WIDTH = 27  # len("2026-03-08T07:00:00.000000Z")
+
+
+class UtcDateTime(sa.types.TypeDecorator[datetime]):
+    """An aware UTC datetime that round-trips to the microsecond.
+
+    PostgreSQL: ``TIMESTAMP WITH TIME ZONE``. SQLite: the fixed-width string
+    ``YYYY-MM-DDTHH:MM:SS.ffffffZ``, whose text order is time order, so ``<``, ``max``
+    and ``ORDER BY`` work in SQL. Naive datetimes are refused (they are bugs)."""
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> sa.types.TypeEngine[Any]:
+        if dialect.name == "sqlite":
+            return dialect.type_descriptor(sa.String(SQLITE_TIMESTAMP_WIDTH))
+        return dialect.type_descriptor(sa.DateTime(timezone=True))
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        if not isinstance(value, datetime) or value.utcoffset() is None:
+            raise ValueError(f"expected an aware datetime, got {value!r}")
+        if dialect.name == "sqlite":
+            return utc_iso(value)
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if isinstance(value, str):
+            return datetime.fromisoformat(value).astimezone(UTC)
+        assert isinstance(value, datetime)
+        if value.tzinfo is None:  # pragma: no cover - a column created outside cronctl
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+# Integer ids: BIGINT on PostgreSQL, INTEGER (the rowid alias) on SQLite.
+BigId = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+ID_LEN = 200  # job and node ids: SPEC allows 1-200 chars
+
+job_schedules = sa.Table(
+    "job_schedules",
+    metadata,
+    sa.Column("job_id", sa.String(ID_LEN), primary_key=True),
+    sa.Column("definition", sa.Text(), nullable=False, server_default="{}"),
+    sa.Column("cursor", UtcDateTime(), nullable=True),
+    sa.Column("paused", sa.Boolean(), nullable=False, server_default=sa.false()),
+    sa.Column("fencing_token", sa.BigInteger(), nullable=False, server_default="0"),
+    sa.Column("updated_at", UtcDateTime(), nullable=True),
+)
+
+job_executions = sa.Table(
+    "job_executions",
+    metadata,
+    sa.Column("id", BigId, primary_key=True, autoincrement=True),
+    sa.Column("job_id", sa.String(ID_LEN), nullable=False),
+    sa.Column("occurrence_id", sa.String(64), nullable=False),
+    sa.Column("scheduled_at", UtcDateTime(), nullable=False),
+    sa.Column("attempt", sa.Integer(), nullable=False),
+    # '' for single_instance (unique cluster-wide), the node id for every_instance.
+    sa.Column("scope", sa.String(ID_LEN), nullable=False, server_default=""),
+    sa.Column("node_id", sa.String(ID_LEN), nullable=False),
+    sa.Column("origin", sa.String(16), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("target", sa.Text(), nullable=False, server_default=""),
+    sa.Column("fencing_token", sa.BigInteger(), nullable=True),
+    sa.Column("created_at", UtcDateTime(), nullable=False),
+    sa.Column("started_at", UtcDateTime(), nullable=True),
+    sa.Column("finished_at", UtcDateTime(), nullable=True),
+    sa.Column("error", sa.Text(), nullable=True),
+    sa.Column("progress_done", sa.Float(), nullable=True),
+    sa.Column("progress_total", sa.Float(), nullable=True),
+    sa.Column("progress_message", sa.Text(), nullable=True),
+    sa.Column("cancel_requested", sa.Boolean(), nullable=False, server_default=sa.false()),
+    # The election: a second row for the same occurrence, scope and attempt is impossible.
+    sa.UniqueConstraint("job_id", "occurrence_id", "scope", "attempt"),
+    sa.Index("ix_job_executions_job_id_scheduled_at", "job_id", "scheduled_at"),
+    sa.Index("ix_job_executions_scheduled_at", "scheduled_at"),
+    sa.Index("ix_job_executions_status_node_id", "status", "node_id"),
+)
+
+job_logs = sa.Table(
+    "job_logs",
+    metadata,
+    sa.Column(
+        "execution_id",
+        BigId,
+        sa.ForeignKey("job_executions.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("seq", sa.Integer(), primary_key=True),
+    sa.Column("at", UtcDateTime(), nullable=False),
+    sa.Column("level", sa.String(16), nullable=False),
+    sa.Column("message", sa.Text(), nullable=False),
+)
+
+scheduler_nodes = sa.Table(
+    "scheduler_nodes",
+    metadata,
+    sa.Column("node_id", sa.String(ID_LEN), primary_key=True),
+    sa.Column("host", sa.String(255), nullable=False),
+    sa.Column("pid", sa.Integer(), nullable=False),
+    sa.Column("started_at", UtcDateTime(), nullable=False),
+    sa.Column("heartbeat_at", UtcDateTime(), nullable=False),
+)
+
+trigger_requests = sa.Table(
+    "trigger_requests",
+    metadata,
+    sa.Column("id", BigId, primary_key=True, autoincrement=True),
+    sa.Column("job_id", sa.String(ID_LEN), nullable=False),
+    sa.Column("origin", sa.String(16), nullable=False),
+    # NULL = run now (manual); else the planned instant (replay), at most one request each.
+    sa.Column("scheduled_at", UtcDateTime(), nullable=True),
+    sa.Column("requested_at", UtcDateTime(), nullable=False),
+    sa.Column("taken_by", sa.String(ID_LEN), nullable=True),
+    sa.Column("taken_at", UtcDateTime(), nullable=True),
+    sa.Column("done", sa.Boolean(), nullable=False, server_default=sa.false()),
+    sa.Column("execution_id", sa.BigInteger(), nullable=True),
+    sa.Column("error", sa.Text(), nullable=True),
+    sa.UniqueConstraint("job_id", "scheduled_at"),
+    sa.Index("ix_trigger_requests_taken_by_id", "taken_by", "id"),
+)
+
+__all__ = [
+    "UtcDateTime",
+    "job_executions",
+    "job_logs",
+    "job_schedules",
+    "metadata",
+    "scheduler_nodes",
+    "trigger_requests",
+]
