@@ -1,0 +1,83 @@
+"""Dispatch: how one attempt of one job runs (a child process or a Python callable).
+
+:func:`default_dispatcher` is what ``cronctl run`` uses: it routes each job to the
+:class:`CommandDispatcher` or the :class:`PythonDispatcher` by its target type, with
+the interceptors installed under the ``cronctl.interceptors`` entry points.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from cronctl.dispatch.base import (
+    Dispatcher,
+    DispatchRequest,
+    ExecutionHandle,
+    LogSink,
+    Outcome,
+    TargetUnresolved,
+)
+from cronctl.dispatch.command import CommandDispatcher
+from cronctl.dispatch.interceptors import Interceptors
+from cronctl.dispatch.python import PythonDispatcher, ServiceResolver
+from cronctl.jobs.model import CommandTarget, JobDefinition
+
+
+class RoutingDispatcher:
+    """Commands to a :class:`CommandDispatcher`, everything else to a
+    :class:`PythonDispatcher`."""
+
+    def __init__(self, commands: CommandDispatcher, python: PythonDispatcher) -> None:
+        self.commands = commands
+        self.python = python
+
+    def resolve(self, job: JobDefinition) -> None:
+        if isinstance(job.target, CommandTarget):
+            self.commands.resolve(job)
+        else:
+            self.python.resolve(job)
+
+    def start(
+        self, request: DispatchRequest, sink: LogSink, on_done: Callable[[Outcome], None]
+    ) -> ExecutionHandle:
+        if isinstance(request.job.target, CommandTarget):
+            return self.commands.start(request, sink, on_done)
+        return self.python.start(request, sink, on_done)
+
+    def shutdown(self, wait: bool = True) -> None:
+        """``wait=True``: wait for running attempts to finish. ``wait=False``: kill running
+        commands (no child outlives the scheduler) and stop waiting for Python handlers."""
+        self.commands.shutdown(wait)
+        self.python.shutdown(wait)
+
+
+def default_dispatcher(
+    max_workers: int,
+    *,
+    interceptors: Interceptors | None = None,
+    service_resolver: ServiceResolver | None = None,
+) -> RoutingDispatcher:
+    """The dispatcher ``cronctl run`` uses. ``interceptors`` defaults to those installed
+    under the ``cronctl.interceptors`` entry-point group."""
+    if interceptors is None:
+        interceptors = Interceptors.load()
+    return RoutingDispatcher(
+        CommandDispatcher(interceptors=interceptors),
+        PythonDispatcher(max_workers, interceptors=interceptors,
+                         service_resolver=service_resolver),
+    )
+
+
+__all__ = [
+    "CommandDispatcher",
+    "DispatchRequest",
+    "Dispatcher",
+    "ExecutionHandle",
+    "Interceptors",
+    "LogSink",
+    "Outcome",
+    "PythonDispatcher",
+    "RoutingDispatcher",
+    "TargetUnresolved",
+    "default_dispatcher",
+]

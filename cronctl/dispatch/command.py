@@ -1,0 +1,522 @@
+"""Commands as child processes, all watched by ONE reactor thread.
+
+Each command runs in its own process group (``start_new_session=True``), without a shell
+unless the job says ``shell = true``. The reactor thread owns every child: it spawns it
+(so the scheduler thread never waits for ``fork``/``exec``), reads its stdout and stderr
+through one selector, sends signals, and reaps it. Doing all signalling and reaping on
+one thread means a pid is never signalled after it was reaped (and possibly reused).
+
+Exit is noticed through a pidfd (Linux ≥ 5.3) registered in the same selector; where
+that is unavailable the reactor polls its children every few milliseconds instead.
+
+When the group leader exits, whatever else is still in its process group is killed
+(``SIGKILL``) before the leader is reaped, while its pid still pins the group id: a
+command never leaves orphans behind, the way systemd's ``KillMode=control-group`` treats
+a service. Output still in the pipes is read before the outcome is reported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import heapq
+import itertools
+import json
+import logging
+import os
+import selectors
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC
+from typing import Any
+
+from cronctl.dispatch.base import DispatchRequest, LogSink, Outcome, TargetUnresolved
+from cronctl.dispatch.interceptors import Interceptors
+from cronctl.dispatch.jobcontext import make_context
+from cronctl.jobs.model import CommandTarget, ExecutionStatus, JobDefinition
+
+log = logging.getLogger("cronctl.dispatch")
+
+MAX_LINES = 10_000
+MAX_BYTES = 1024 * 1024
+MAX_LINE_BYTES = 64 * 1024  # a longer line without a newline is cut into pieces
+TRUNCATION_MARKER = (
+    "[cronctl] output truncated: more than {lines} lines or {mib} MiB; the rest was discarded"
+)
+_READ_CHUNK = 65536
+_POLL_INTERVAL = 0.01  # only without pidfd support
+
+
+def scheduled_iso(request: DispatchRequest) -> str:
+    """The planned instant as ISO 8601 with ``Z``: ``2026-03-08T07:00:00Z``."""
+    text = request.scheduled_at.astimezone(UTC).replace(tzinfo=None).isoformat()
+    return text + "Z"
+
+
+def command_env(request: DispatchRequest, target: CommandTarget) -> dict[str, str]:
+    """``os.environ`` + the job's ``env`` + the ``CRONCTL_*`` variables (these win)."""
+    env = dict(os.environ)
+    env.update(target.env)
+    env.update(
+        CRONCTL_JOB_ID=request.job.id,
+        CRONCTL_EXECUTION_ID="" if request.execution_id is None else str(request.execution_id),
+        CRONCTL_OCCURRENCE_ID=request.occurrence_id,
+        CRONCTL_SCHEDULED_AT=scheduled_iso(request),
+        CRONCTL_ATTEMPT=str(request.attempt),
+        CRONCTL_FENCING_TOKEN="" if request.fencing_token is None else str(request.fencing_token),
+        CRONCTL_PARAMETERS=json.dumps(dict(request.job.parameters), default=str),
+        CRONCTL_ORIGIN=str(request.origin),
+    )
+    return env
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g}s"
+
+
+@dataclass(eq=False)
+class _Stream:
+    pipe: Any  # the Popen file object; closing it closes ``fd``
+    fd: int
+    level: int
+    partial: bytearray = field(default_factory=bytearray)
+
+
+@dataclass(eq=False)
+class _Child:
+    request: DispatchRequest
+    target: CommandTarget
+    sink: LogSink
+    on_done: Callable[[Outcome], None]
+    interceptors: Interceptors
+    ctx: Any = None
+    proc: subprocess.Popen[bytes] | None = None
+    streams: list[_Stream] = field(default_factory=list)
+    pidfd: int | None = None
+    stop_reason: str | None = None  # "cancel" | "timeout" | "shutdown"
+    killed: bool = False
+    kill_deadline: float | None = None
+    lines: int = 0
+    bytes: int = 0
+    truncated: bool = False
+    finished: bool = False
+    started_at: float = 0.0
+
+
+class CommandHandle:
+    """Returned by :meth:`CommandDispatcher.start`; both methods only post to the reactor."""
+
+    __slots__ = ("_child", "_reactor")
+
+    def __init__(self, reactor: _Reactor, child: _Child) -> None:
+        self._reactor = reactor
+        self._child = child
+
+    def cancel(self) -> None:
+        self._reactor.post(("stop", self._child, "cancel"))
+
+    def abandon(self) -> None:
+        self._reactor.post(("stop", self._child, "timeout"))
+
+    @property
+    def pid(self) -> int | None:
+        proc = self._child.proc
+        return None if proc is None else proc.pid
+
+
+class _Reactor:
+    """The one thread that spawns, reads, signals and reaps every child."""
+
+    def __init__(self) -> None:
+        self._sel = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._sel.register(self._wake_r, selectors.EVENT_READ, None)
+        self._inbox: deque[tuple[Any, ...]] = deque()
+        self._children: set[_Child] = set()
+        self._timers: list[tuple[float, int, _Child]] = []
+        self._seq = itertools.count()
+        self._closing = False
+        self.pidfd_missing = not hasattr(os, "pidfd_open")
+        self._thread = threading.Thread(target=self._run, name="cronctl-commands", daemon=True)
+        self._thread.start()
+
+    # --- called from any thread ----------------------------------------------------------
+
+    def post(self, message: tuple[Any, ...]) -> None:
+        self._inbox.append(message)
+        try:
+            os.write(self._wake_w, b"x")
+        except BlockingIOError:
+            pass  # the pipe is full of wake-ups already
+        except OSError:
+            pass  # closed: the reactor is gone
+
+    def shutdown(self, wait: bool, timeout: float | None = None) -> None:
+        self.post(("close", wait))
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout)
+
+    @property
+    def running(self) -> int:
+        return len(self._children)
+
+    # --- the reactor thread ---------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            while True:
+                timeout = self._next_timeout()
+                for key, _ in self._sel.select(timeout):
+                    if key.data is None:
+                        self._drain_wake()
+                    else:
+                        kind, child, stream = key.data
+                        if kind == "pid":
+                            self._finish(child)
+                        else:
+                            self._read(child, stream)
+                self._process_inbox()
+                self._fire_timers()
+                if self.pidfd_missing:
+                    self._poll_children()
+                if self._closing and not self._children and not self._inbox:
+                    return
+        except Exception:  # pragma: no cover - a bug; keep the process informative
+            log.exception("command reactor crashed")
+        finally:
+            self._sel.close()
+            os.close(self._wake_r)
+            os.close(self._wake_w)
+
+    def _next_timeout(self) -> float | None:
+        timeout: float | None = None
+        if self._timers:
+            timeout = max(0.0, self._timers[0][0] - time.monotonic())
+        if self.pidfd_missing and self._children:
+            timeout = _POLL_INTERVAL if timeout is None else min(timeout, _POLL_INTERVAL)
+        return timeout
+
+    def _drain_wake(self) -> None:
+        try:
+            while os.read(self._wake_r, 4096):
+                pass
+        except BlockingIOError:
+            pass
+
+    def _process_inbox(self) -> None:
+        while self._inbox:
+            message = self._inbox.popleft()
+            if message[0] == "spawn":
+                self._spawn(message[1])
+            elif message[0] == "stop":
+                self._stop(message[1], message[2])
+            elif message[0] == "close":
+                self._closing = True
+                if not message[1]:
+                    for child in list(self._children):
+                        self._stop(child, "shutdown", immediate=True)
+
+    def _spawn(self, child: _Child) -> None:
+        if child.stop_reason is not None:  # cancelled before it ever started
+            self._complete(child, _stop_outcome(child, None))
+            return
+        target = child.target
+        if target.shell:
+            argv = ["/bin/sh", "-c", target.argv[0]]
+            if len(target.argv) > 1:
+                argv += ["sh", *target.argv[1:]]
+        else:
+            argv = list(target.argv)
+        child.interceptors.on_dispatch(child.ctx)
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=command_env(child.request, target),
+                cwd=target.cwd or None,
+                start_new_session=True,
+                close_fds=True,
+            )
+        except OSError as exc:
+            self._complete(child, Outcome(ExecutionStatus.FAILED, error=_spawn_error(exc, argv,
+                                                                                     target)))
+            return
+        except Exception as exc:  # e.g. ValueError for an embedded NUL byte
+            self._complete(child, Outcome(ExecutionStatus.FAILED,
+                                          error=f"cannot start command: {exc}"))
+            return
+        child.proc = proc
+        child.started_at = time.monotonic()
+        self._children.add(child)
+        assert proc.stdout is not None and proc.stderr is not None
+        for pipe, level in ((proc.stdout, logging.INFO), (proc.stderr, logging.WARNING)):
+            fd = pipe.fileno()
+            os.set_blocking(fd, False)
+            stream = _Stream(pipe, fd, level)
+            child.streams.append(stream)
+            self._sel.register(fd, selectors.EVENT_READ, ("out", child, stream))
+        if not self.pidfd_missing:
+            try:
+                child.pidfd = os.pidfd_open(proc.pid)
+            except OSError:
+                self.pidfd_missing = True
+            else:
+                self._sel.register(child.pidfd, selectors.EVENT_READ, ("pid", child, None))
+
+    def _stop(self, child: _Child, reason: str, immediate: bool = False) -> None:
+        if child.finished:
+            return
+        if child.stop_reason is None:
+            child.stop_reason = reason
+        proc = child.proc
+        if proc is None:  # not spawned yet: _spawn will see stop_reason
+            return
+        if immediate:
+            self._kill(child, signal.SIGKILL)
+            return
+        if child.kill_deadline is not None:
+            return  # already terminating
+        self._kill(child, signal.SIGTERM)
+        child.kill_deadline = time.monotonic() + child.request.job.kill_timeout.total_seconds()
+        heapq.heappush(self._timers, (child.kill_deadline, next(self._seq), child))
+
+    def _kill(self, child: _Child, sig: signal.Signals) -> None:
+        assert child.proc is not None
+        if sig == signal.SIGKILL:
+            child.killed = True
+        try:
+            os.killpg(child.proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        except PermissionError:  # the group leader changed its group; signal it alone
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child.proc.pid, sig)
+
+    def _fire_timers(self) -> None:
+        now = time.monotonic()
+        while self._timers and self._timers[0][0] <= now:
+            _, _, child = heapq.heappop(self._timers)
+            if not child.finished:
+                self._kill(child, signal.SIGKILL)
+
+    def _poll_children(self) -> None:
+        for child in list(self._children):
+            proc = child.proc
+            if proc is not None and _exited(proc.pid):
+                self._finish(child)
+
+    def _read(self, child: _Child, stream: _Stream) -> None:
+        try:
+            data = os.read(stream.fd, _READ_CHUNK)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if data:
+            self._feed(child, stream, data)
+        else:
+            self._close_stream(child, stream)
+
+    def _feed(self, child: _Child, stream: _Stream, data: bytes) -> None:
+        if child.truncated:
+            return  # still drained from the pipe, just not kept
+        buf = stream.partial
+        buf += data
+        start = 0
+        while True:
+            nl = buf.find(b"\n", start)
+            if nl < 0:
+                break
+            self._emit(child, stream.level, bytes(buf[start:nl]))
+            start = nl + 1
+            if child.truncated:
+                buf.clear()
+                return
+        del buf[:start]
+        while len(buf) >= MAX_LINE_BYTES and not child.truncated:
+            self._emit(child, stream.level, bytes(buf[:MAX_LINE_BYTES]))
+            del buf[:MAX_LINE_BYTES]
+
+    def _emit(self, child: _Child, level: int, raw: bytes) -> None:
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+        child.lines += 1
+        child.bytes += len(raw) + 1
+        if child.lines > MAX_LINES or child.bytes > MAX_BYTES:
+            child.truncated = True
+            message = TRUNCATION_MARKER.format(lines=MAX_LINES, mib=MAX_BYTES // (1024 * 1024))
+            _safe_log(child.sink, logging.WARNING, message)
+            return
+        _safe_log(child.sink, level, raw.decode("utf-8", "replace"))
+
+    def _close_stream(self, child: _Child, stream: _Stream) -> None:
+        with contextlib.suppress(KeyError, ValueError):
+            self._sel.unregister(stream.fd)
+        if stream.partial and not child.truncated:
+            self._emit(child, stream.level, bytes(stream.partial))
+        stream.partial.clear()
+        if stream in child.streams:
+            child.streams.remove(stream)
+        stream.pipe.close()
+
+    def _finish(self, child: _Child) -> None:
+        """The leader exited (a zombie until reaped below): kill what is left of its group,
+        read what is still in the pipes, reap, report."""
+        proc = child.proc
+        assert proc is not None
+        # ESRCH: the group is empty; EPERM: the leader left its group.
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        for stream in list(child.streams):
+            while True:
+                try:
+                    data = os.read(stream.fd, _READ_CHUNK)
+                except BlockingIOError:
+                    break
+                except OSError:
+                    break
+                if not data:
+                    break
+                self._feed(child, stream, data)
+            self._close_stream(child, stream)
+        if child.pidfd is not None:
+            self._sel.unregister(child.pidfd)
+            os.close(child.pidfd)
+            child.pidfd = None
+        returncode = proc.wait()
+        self._children.discard(child)
+        if child.stop_reason is not None:
+            outcome = _stop_outcome(child, returncode)
+        elif returncode == 0:
+            outcome = Outcome(ExecutionStatus.SUCCEEDED, exit_code=0)
+        else:
+            outcome = Outcome(ExecutionStatus.FAILED, error=_exit_text(returncode),
+                              exit_code=returncode)
+        self._complete(child, outcome)
+
+    def _complete(self, child: _Child, outcome: Outcome) -> None:
+        if child.finished:
+            return
+        child.finished = True
+        child.interceptors.on_complete(child.ctx, outcome)
+        try:
+            child.on_done(outcome)
+        except Exception:
+            log.exception("on_done callback of job %s raised", child.request.job.id)
+
+
+def _safe_log(sink: LogSink, level: int, message: str) -> None:
+    try:
+        sink.log(level, message)
+    except Exception:
+        log.exception("log sink raised; line dropped")
+
+
+def _exited(pid: int) -> bool:
+    """True when ``pid`` (our child) has exited, WITHOUT reaping it."""
+    try:
+        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return True
+    return info is not None
+
+
+def _exit_text(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"killed by {name}"
+    return f"exit code {returncode}"
+
+
+def _stop_outcome(child: _Child, returncode: int | None) -> Outcome:
+    how = "" if returncode is None else "; " + _exit_text(returncode)
+    if child.killed and child.stop_reason != "shutdown":
+        kill_timeout = child.request.job.kill_timeout.total_seconds()
+        how = f"; killed with SIGKILL after {_seconds(kill_timeout)}"
+    if child.stop_reason == "timeout":
+        timeout = child.request.job.timeout
+        if timeout is not None:
+            limit = timeout.total_seconds()
+        else:
+            limit = time.monotonic() - child.started_at if child.started_at else 0.0
+        return Outcome(ExecutionStatus.FAILED, error=f"timed out after {_seconds(limit)}; killed",
+                       exit_code=returncode)
+    if child.stop_reason == "shutdown":
+        return Outcome(ExecutionStatus.CANCELLED, error="killed at scheduler shutdown",
+                       exit_code=returncode)
+    return Outcome(ExecutionStatus.CANCELLED, error="cancelled" + how, exit_code=returncode)
+
+
+def _spawn_error(exc: OSError, argv: list[str], target: CommandTarget) -> str:
+    program = argv[0]
+    if target.cwd and isinstance(exc, FileNotFoundError) and exc.filename == target.cwd:
+        return f"working directory not found: {target.cwd}"
+    if isinstance(exc, FileNotFoundError):
+        return f"command not found: {program}"
+    if isinstance(exc, PermissionError) or exc.errno == errno.EACCES:
+        return f"permission denied: {exc.filename or program}"
+    if isinstance(exc, NotADirectoryError):
+        return f"not a directory: {exc.filename or target.cwd or program}"
+    return f"cannot start {program}: {exc.strerror or exc}"
+
+
+class CommandDispatcher:
+    """Runs :class:`CommandTarget` jobs. ``start`` returns at once; the reactor thread
+    spawns the process."""
+
+    def __init__(self, *, interceptors: Interceptors | None = None) -> None:
+        self._interceptors = interceptors or Interceptors(())
+        self._lock = threading.Lock()
+        self._reactor: _Reactor | None = None
+        self._closed = False
+
+    def resolve(self, job: JobDefinition) -> None:
+        if not isinstance(job.target, CommandTarget):
+            raise TargetUnresolved(f"job {job.id}: not a command target")
+        if not job.target.argv or not job.target.argv[0]:
+            raise TargetUnresolved(f"job {job.id}: empty command")
+
+    def start(
+        self, request: DispatchRequest, sink: LogSink, on_done: Callable[[Outcome], None]
+    ) -> CommandHandle:
+        target = request.job.target
+        assert isinstance(target, CommandTarget), "CommandDispatcher got a non-command job"
+        child = _Child(request, target, sink, on_done, self._interceptors)
+        if self._interceptors:
+            child.ctx = make_context(request, sink)
+        reactor = self._get_reactor()
+        reactor.post(("spawn", child))
+        return CommandHandle(reactor, child)
+
+    def _get_reactor(self) -> _Reactor:
+        with self._lock:
+            if self._reactor is None:
+                self._reactor = _Reactor()
+            return self._reactor
+
+    @property
+    def running(self) -> int:
+        """Children currently alive (approximate when read from another thread)."""
+        reactor = self._reactor
+        return 0 if reactor is None else reactor.running
+
+    def shutdown(self, wait: bool = True, timeout: float | None = None) -> None:
+        """``wait=True``: let running commands finish (up to ``timeout``), then stop the
+        reactor. ``wait=False``: SIGKILL every running command group now (each reports a
+        ``cancelled`` outcome) so no child outlives the scheduler."""
+        with self._lock:
+            reactor, self._reactor = self._reactor, None
+        if reactor is not None:
+            reactor.shutdown(wait, timeout if wait else (timeout or 5.0))
