@@ -1,0 +1,108 @@
+"""``cronctl init``: a starter ``cronctl.toml`` and ``jobs.d/example.toml``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from cronctl.errors import CronctlError
+
+CONFIG_HEADER = """\
+# cronctl configuration; see cronctl.toml(5). Relative paths are relative to this file.
+# Durations are strings like "90s", "5m", "1h30m", or integer seconds.
+#
+# database: a SQLite file (the default, zero set-up), a URL such as
+#   "postgresql+psycopg://cronctl:secret@db.example.com/cronctl" when several nodes share
+#   the work, or "none" to keep state in memory (every_instance jobs only).
+#   $CRONCTL_DATABASE_URL and --database override it.
+# node_id: defaults to the host name; must differ between live schedulers.
+
+"""
+
+CONFIG: dict[str, Any] = {
+    "scheduler": {
+        "database": "cronctl.db",
+        "jobs_dir": "jobs.d",
+        "tracked": True,
+        "max_concurrent_jobs": 10,
+        "progress_flush_interval": "10s",
+        "shutdown_timeout": "30s",
+        "heartbeat_interval": "5s",
+        "clock_skew_limit": "5m",
+        "auto_migrate": True,
+    }
+}
+
+JOBS_HEADER = """\
+# Jobs: one [jobs.<id>] table each; every *.toml file in this directory is read, in name
+# order. Check them with `cronctl validate`, see the next fires with `cronctl list`.
+#
+# Schedules: cron = "sec min hour day-of-month month day-of-week" (5 fields also work),
+#   or every = "90s". timezone = "Europe/Berlin" (default "UTC").
+# What runs: command = [...] (argv, no shell; shell = true takes one string), or
+#   target = "python:module:function" / "service:<namespace>.<service>.<operation>".
+# Policies: mode = "every_instance" | "single_instance", overlap_policy, misfire_policy,
+#   max_attempts, retry_backoff, timeout, jitter, ... (see cronctl(1)).
+
+"""
+
+JOBS: dict[str, Any] = {
+    "jobs": {
+        "hello": {
+            "description": "Say hello every minute",
+            "cron": "0 * * * * *",
+            "command": ["echo", "hello from cronctl"],
+            "timeout": "30s",
+        },
+        "nightly-report": {
+            "description": "A daily job in a time zone; one node runs it per night",
+            "cron": "0 30 2 * * *",
+            "timezone": "Europe/Berlin",
+            "mode": "single_instance",
+            "command": "echo report for $(date -u +%F)",
+            "shell": True,
+            "enabled": False,
+        },
+    }
+}
+
+
+def write_starter(directory: Path, force: bool) -> list[Path]:
+    """Write both files under ``directory``; refuse to overwrite unless ``force``."""
+    import tomli_w
+
+    files = [
+        (directory / "cronctl.toml", CONFIG_HEADER + tomli_w.dumps(CONFIG)),
+        (directory / "jobs.d" / "example.toml", JOBS_HEADER + tomli_w.dumps(JOBS)),
+    ]
+    if not force:
+        for path, _ in files:
+            if path.exists() or path.is_symlink():
+                raise CronctlError(f"{path} already exists; use --force to overwrite it")
+    written: list[Path] = []
+    for path, text in files:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise CronctlError(f"cannot write {path}: {exc.strerror or exc}") from None
+        written.append(path)
+    return written
+
+
+def init(
+    directory: Annotated[
+        Path, typer.Option("--dir", help="Where to write the files.", file_okay=False)
+    ] = Path("."),
+    force: Annotated[bool, typer.Option("--force", help="Overwrite existing files.")] = False,
+) -> None:
+    """Write a starter cronctl.toml and jobs.d/example.toml."""
+    for path in write_starter(directory, force):
+        typer.echo(f"wrote {path}")
+    typer.echo("next: edit them, then run 'cronctl validate' and 'cronctl list'")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("init")(init)

@@ -1,0 +1,162 @@
+"""``cronctl list``: the jobs with their schedule, zone, mode, target and next fire."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Annotated, Any, Protocol
+
+import typer
+
+from cronctl.cli.options import global_options
+
+if TYPE_CHECKING:
+    from cronctl.config import Config
+    from cronctl.jobs.model import JobDefinition
+
+
+class JobStatusSource(Protocol):
+    """What ``list`` needs from the state store (plugged in once it exists)."""
+
+    def last_status(self, job_id: str) -> str | None: ...
+
+    def is_paused(self, job_id: str) -> bool: ...
+
+
+@dataclass(frozen=True)
+class ListRow:
+    id: str
+    schedule: str
+    timezone: str
+    mode: str
+    target: str
+    enabled: bool
+    paused: bool
+    next_fire: datetime | None  # aware UTC; None when disabled, paused or never
+    last_status: str | None
+    description: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "cron": self.schedule,
+            "timezone": self.timezone,
+            "mode": self.mode,
+            "target": self.target,
+            "enabled": self.enabled,
+            "paused": self.paused,
+            "next_fire": iso_z(self.next_fire),
+            "last_status": self.last_status,
+            "description": self.description,
+        }
+
+
+def iso_z(t: datetime | None) -> str | None:
+    if t is None:
+        return None
+    return t.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def list_rows(
+    config: Config,
+    jobs: Sequence[JobDefinition],
+    now: datetime,
+    store: JobStatusSource | None = None,
+) -> list[ListRow]:
+    """One row per job, sorted by id. ``store`` supplies last status and paused flags."""
+    from cronctl.jobs.checks import job_schedule
+
+    rows: list[ListRow] = []
+    for job in sorted(jobs, key=lambda j: j.id):
+        paused = store.is_paused(job.id) if store is not None else False
+        next_fire = None
+        if job.enabled and not paused:
+            next_fire = job_schedule(job).next_after(now)
+        rows.append(ListRow(
+            id=job.id,
+            schedule=job.schedule_text,
+            timezone=job.timezone,
+            mode=job.mode.value,
+            target=str(job.target),
+            enabled=job.enabled,
+            paused=paused,
+            next_fire=next_fire,
+            last_status=store.last_status(job.id) if store is not None else None,
+            description=job.description,
+        ))
+    return rows
+
+
+def _when(row: ListRow, now: datetime) -> str:
+    if not row.enabled:
+        return "disabled"
+    if row.paused:
+        return "paused"
+    if row.next_fire is None:
+        return "never"
+    from cronctl.durations import format_duration
+
+    return f"{iso_z(row.next_fire)} (in {format_duration(row.next_fire - now)})"
+
+
+def _cells(row: ListRow, now: datetime) -> list[str]:
+    return [row.id, row.schedule, row.timezone, row.mode, row.target, _when(row, now),
+            row.last_status or "-"]
+
+
+HEADERS = ["ID", "SCHEDULE", "ZONE", "MODE", "TARGET", "NEXT FIRE", "LAST STATUS"]
+
+
+def render_plain(rows: Sequence[ListRow], now: datetime) -> str:
+    table = [HEADERS, *(_cells(row, now) for row in rows)]
+    widths = [max(len(line[i]) for line in table) for i in range(len(HEADERS))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        for line in table
+    )
+
+
+def _render_rich(rows: Sequence[ListRow], now: datetime, color: bool) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(box=None, header_style="bold")
+    for header in HEADERS:
+        table.add_column(header, overflow="fold")
+    for row in rows:
+        table.add_row(*_cells(row, now), style=None if row.enabled else "dim")
+    Console(no_color=not color, highlight=False).print(table)
+
+
+def list_jobs(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+) -> None:
+    """List the jobs: id, schedule, zone, mode, target, next fire and last status."""
+    from cronctl.cli.cmd_validate import check_all
+
+    options = global_options(ctx)
+    now = datetime.now(UTC)
+    checked = check_all(options, now=now)
+    if checked.violations:
+        for violation in checked.violations:
+            typer.echo(str(violation), err=True)
+        typer.echo(f"error: {len(checked.violations)} violation(s); fix them (see "
+                   "'cronctl validate') before listing", err=True)
+        raise typer.Exit(1)
+    rows = list_rows(checked.config, checked.result.jobs, now)
+    if as_json:
+        typer.echo(json.dumps({"jobs": [row.to_json() for row in rows]}, indent=2))
+    elif not rows:
+        typer.echo("no jobs")
+    elif sys.stdout.isatty():
+        _render_rich(rows, now, options.color)
+    else:
+        typer.echo(render_plain(rows, now))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("list")(list_jobs)

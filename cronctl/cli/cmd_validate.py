@@ -1,0 +1,98 @@
+"""``cronctl validate``: every violation of the configuration and the jobs, at once."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from cronctl.cli.options import GlobalOptions, global_options
+
+if TYPE_CHECKING:
+    from cronctl.config import Config
+    from cronctl.jobs.loader import LoadResult
+    from cronctl.jobs.violation import Violation
+
+
+@dataclass(frozen=True)
+class Checked:
+    """The configuration and the jobs as loaded, with every problem of both."""
+
+    config: Config
+    result: LoadResult
+    violations: tuple[Violation, ...]
+    warnings: tuple[Violation, ...]
+
+
+def check_all(options: GlobalOptions, now: datetime | None = None) -> Checked:
+    """Read ``cronctl.toml`` and load every job; the file's problems come first."""
+    from cronctl.config import read_config
+    from cronctl.jobs.loader import load_jobs
+
+    read = read_config(options)
+    result = load_jobs(read.config, now=now)
+    return Checked(
+        config=read.config,
+        result=result,
+        violations=(*read.violations, *result.violations),
+        warnings=result.warnings,
+    )
+
+
+def format_warning(warning: Violation) -> str:
+    text = str(warning)
+    if warning.source and text.startswith(warning.source):
+        return f"{warning.source}: warning: {text[len(warning.source) + 2:]}"
+    return f"warning: {text}"
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def validate(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Warnings fail too (exit 1).")
+                      ] = False,
+) -> None:
+    """Check cronctl.toml, jobs.d/*.toml and the decorated jobs; report every problem."""
+    options = global_options(ctx)
+    checked = check_all(options)
+    failed = bool(checked.violations) or (strict and bool(checked.warnings))
+    if as_json:
+        document = {
+            "ok": not failed,
+            "jobs": checked.result.defined,
+            "violations": [v.to_json() for v in checked.violations],
+            "warnings": [w.to_json() for w in checked.warnings],
+        }
+        typer.echo(json.dumps(document, indent=2))
+    else:
+        for violation in checked.violations:
+            typer.echo(str(violation))
+        for warning in checked.warnings:
+            typer.echo(format_warning(warning))
+        if not options.quiet or failed:
+            jobs = _plural(checked.result.defined, "job")
+            if checked.violations or checked.warnings:
+                problems = ", ".join(
+                    part for part in (
+                        _plural(len(checked.violations), "violation") if checked.violations
+                        else "",
+                        _plural(len(checked.warnings), "warning") if checked.warnings else "",
+                    ) if part
+                )
+                verdict = "invalid" if failed else "valid"
+                typer.echo(f"{verdict}: {problems} in {jobs}")
+            else:
+                typer.echo(f"valid: {jobs}, no problems")
+    if failed:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("validate")(validate)

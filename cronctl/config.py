@@ -1,0 +1,261 @@
+"""``cronctl.toml``: where it is, what ``[scheduler]`` may say, and the defaults.
+
+Lookup order: ``--config``, ``$CRONCTL_CONFIG``, ``./cronctl.toml``,
+``/etc/cronctl/cronctl.toml``; no file at all is valid and means defaults. Relative paths
+in the file are relative to the file. The database is chosen by ``--database``, else
+``$CRONCTL_DATABASE_URL``, else the file, else SQLite at ``$STATE_DIRECTORY/cronctl.db``
+(systemd) or ``./cronctl.db``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import tomllib
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cronctl.durations import DurationError, parse_duration
+from cronctl.errors import ConfigError
+from cronctl.jobs.violation import Violation, did_you_mean, display_path, one_line
+
+if TYPE_CHECKING:
+    from cronctl.cli.options import GlobalOptions
+
+SYSTEM_CONFIG = Path("/etc/cronctl/cronctl.toml")
+MEMORY = "none"
+
+
+@dataclass(frozen=True)
+class Config:
+    """The resolved configuration. ``database`` is a SQLAlchemy URL or ``"none"``."""
+
+    path: Path | None
+    base_dir: Path  # the config file's directory, or the working directory without one
+    database: str
+    jobs_dir: Path
+    node_id: str
+    tracked: bool = True
+    max_concurrent_jobs: int = 10
+    progress_flush_interval: timedelta = timedelta(seconds=10)
+    shutdown_timeout: timedelta = timedelta(seconds=30)
+    heartbeat_interval: timedelta = timedelta(seconds=5)
+    clock_skew_limit: timedelta = timedelta(minutes=5)
+    auto_migrate: bool = True
+
+    @property
+    def in_memory(self) -> bool:
+        """``database = "none"``: state in memory, every-instance jobs only."""
+        return self.database == MEMORY
+
+    @property
+    def database_display(self) -> str:
+        return redact_url(self.database)
+
+
+@dataclass(frozen=True)
+class ConfigResult:
+    """A config (defaults where the file was wrong) and what was wrong with the file."""
+
+    config: Config
+    violations: tuple[Violation, ...]
+
+
+_BOOL_KEYS = ("tracked", "auto_migrate")
+_DURATION_KEYS = (
+    "progress_flush_interval",
+    "shutdown_timeout",
+    "heartbeat_interval",
+    "clock_skew_limit",
+)
+SCHEDULER_KEYS = (
+    "database",
+    "jobs_dir",
+    "node_id",
+    "tracked",
+    "max_concurrent_jobs",
+    *_DURATION_KEYS,
+    "auto_migrate",
+)
+
+
+def find_config_file(explicit: Path | None) -> Path | None:
+    """The config file to read, or ``None`` for defaults. A file named explicitly
+    (``--config`` or ``$CRONCTL_CONFIG``) must exist."""
+    if explicit is not None:
+        named, origin = explicit, "--config"
+    elif os.environ.get("CRONCTL_CONFIG"):
+        named, origin = Path(os.environ["CRONCTL_CONFIG"]), "$CRONCTL_CONFIG"
+    else:
+        for candidate in (Path("cronctl.toml"), SYSTEM_CONFIG):
+            if candidate.is_file():
+                return candidate.absolute()
+        return None
+    if not named.is_file():
+        raise ConfigError(f"config file {str(named)!r} (from {origin}) does not exist")
+    return named.absolute()
+
+
+def read_config(options: GlobalOptions) -> ConfigResult:
+    """Resolve the configuration, collecting every problem of the file as a violation.
+
+    Raises :class:`ConfigError` only when an explicitly named file does not exist."""
+    path = find_config_file(options.config)
+    base_dir = path.parent if path is not None else Path.cwd()
+    values: dict[str, Any] = {}
+    violations: list[Violation] = []
+    if path is not None:
+        values, violations = _read_file(path)
+    config = Config(
+        path=path,
+        base_dir=base_dir,
+        database=_default_database(),
+        jobs_dir=base_dir / "jobs.d",
+        node_id=socket.gethostname(),
+    )
+    changes: dict[str, Any] = {}
+    lines = _key_lines(path) if path is not None and values else {}
+    for key, value in values.items():
+        source = f"{display_path(path)}:{lines[key]}" if path and key in lines else (
+            display_path(path) if path else "")
+        try:
+            changes[key] = _convert(key, value, base_dir)
+        except ValueError as exc:
+            violations.append(Violation(source, None, f"scheduler.{key}", one_line(str(exc))))
+    config = replace(config, **changes)
+    env_db = os.environ.get("CRONCTL_DATABASE_URL")
+    if env_db:
+        config = replace(config, database=normalize_database(env_db, Path.cwd()))
+    if options.database:
+        config = replace(config, database=normalize_database(options.database, Path.cwd()))
+    if options.jobs_dir is not None:
+        config = replace(config, jobs_dir=options.jobs_dir.absolute())
+    return ConfigResult(config=config, violations=tuple(violations))
+
+
+def load_config(options: GlobalOptions) -> Config:
+    """The configuration, or :class:`ConfigError` naming every problem of the file."""
+    result = read_config(options)
+    if result.violations:
+        shown = "; ".join(str(v) for v in result.violations)
+        raise ConfigError(f"invalid configuration: {shown}")
+    return result.config
+
+
+def normalize_database(value: str, base: Path) -> str:
+    """A URL as given, ``"none"``, or a plain SQLite path made into ``sqlite:///abs``.
+    Relative ``sqlite:///rel`` URLs are made absolute against ``base`` too."""
+    text = value.strip()
+    if text.lower() == MEMORY:
+        return MEMORY
+    if "://" not in text:
+        return f"sqlite:///{(base / Path(text).expanduser()).resolve()}"
+    if text.startswith("sqlite:///") and not text.startswith("sqlite:////"):
+        rest = text[len("sqlite:///"):]
+        if rest and not rest.startswith(":memory:") and not rest.startswith("file:"):
+            path, sep, query = rest.partition("?")
+            return f"sqlite:///{(base / path).resolve()}{sep}{query}"
+    return text
+
+
+_USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:/@]*):(?P<pw>.*)@")
+_QUERY_PASSWORD = re.compile(r"(?i)([?&]password=)[^&]*")
+
+
+def redact_url(url: str) -> str:
+    """The URL with any password replaced by ``***`` (userinfo and ``?password=``)."""
+    redacted = _USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:***@", url, count=1)
+    return _QUERY_PASSWORD.sub(r"\1***", redacted)
+
+
+def _default_database() -> str:
+    state = os.environ.get("STATE_DIRECTORY", "")
+    # systemd may pass several directories separated by ':'; the first is ours.
+    first = state.split(":")[0] if state else ""
+    base = Path(first) if first else Path.cwd()
+    return f"sqlite:///{(base / 'cronctl.db').absolute()}"
+
+
+def _read_file(path: Path) -> tuple[dict[str, Any], list[Violation]]:
+    shown = display_path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        return {}, [Violation(shown, None, None, f"cannot read: {exc.strerror or exc}")]
+    except UnicodeDecodeError as exc:
+        return {}, [Violation(shown, None, None,
+                              f"not UTF-8 text: {exc.reason} at byte {exc.start}")]
+    except tomllib.TOMLDecodeError as exc:
+        line = re.search(r"line (\d+)", str(exc))
+        where = f"{shown}:{line.group(1)}" if line else shown
+        return {}, [Violation(where, None, None, f"malformed TOML: {one_line(str(exc))}")]
+    violations: list[Violation] = []
+    for key in data:
+        if key != "scheduler":
+            violations.append(Violation(shown, None, key,
+                                        f"unknown section{did_you_mean(key, ['scheduler'])}"))
+    scheduler = data.get("scheduler", {})
+    if not isinstance(scheduler, dict):
+        violations.append(Violation(shown, None, "scheduler", "must be a table ([scheduler])"))
+        return {}, violations
+    values: dict[str, Any] = {}
+    lines = _key_lines(path)
+    for key, value in scheduler.items():
+        if key not in SCHEDULER_KEYS:
+            where = f"{shown}:{lines[key]}" if key in lines else shown
+            violations.append(Violation(where, None, f"scheduler.{key}",
+                                        f"unknown key{did_you_mean(key, SCHEDULER_KEYS)}"))
+        else:
+            values[key] = value
+    return values, violations
+
+
+def _key_lines(path: Path) -> dict[str, int]:
+    """Line numbers of ``key =`` lines under ``[scheduler]`` (tomllib gives none)."""
+    lines: dict[str, int] = {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return lines
+    section = ""
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if stripped.startswith("["):
+            section = stripped.strip("[] \t").split("#")[0].strip().strip("]").strip()
+            continue
+        match = re.match(r"\s*([A-Za-z0-9_-]+)\s*=", line)
+        if match and section == "scheduler":
+            lines.setdefault(match.group(1), number)
+    return lines
+
+
+def _convert(key: str, value: Any, base_dir: Path) -> Any:
+    if key == "database":
+        return normalize_database(_string(value), base_dir)
+    if key == "jobs_dir":
+        return (base_dir / Path(_string(value)).expanduser()).absolute()
+    if key == "node_id":
+        return _string(value)
+    if key in _BOOL_KEYS:
+        if not isinstance(value, bool):
+            raise ValueError(f"must be true or false, not {value!r}")
+        return value
+    if key == "max_concurrent_jobs":
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"must be a whole number >= 1, not {value!r}")
+        return value
+    if key in _DURATION_KEYS:
+        try:
+            return parse_duration(value, allow_zero=key in ("clock_skew_limit", "shutdown_timeout"))
+        except DurationError as exc:
+            raise ValueError(str(exc)) from None
+    raise AssertionError(key)  # pragma: no cover - SCHEDULER_KEYS and this list agree
+
+
+def _string(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"must be a non-empty string, not {value!r}")
+    return value.strip()

@@ -1,0 +1,33 @@
+"""Jobs: the model, TOML loading, entry-point discovery, precedence and validation.
+
+The entry points other layers use are :func:`load_jobs` and :func:`find_job`; they are
+imported lazily so that importing :mod:`cronctl.jobs.model` stays cheap.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cronctl.jobs.loader import LoadResult, find_job, load_jobs
+    from cronctl.jobs.registry import resolve_operation
+    from cronctl.jobs.violation import Violation
+
+__all__ = ["LoadResult", "Violation", "find_job", "load_jobs", "resolve_operation"]
+
+_HOMES = {
+    "LoadResult": "cronctl.jobs.loader",
+    "find_job": "cronctl.jobs.loader",
+    "load_jobs": "cronctl.jobs.loader",
+    "resolve_operation": "cronctl.jobs.registry",
+    "Violation": "cronctl.jobs.violation",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'cronctl.jobs' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(home), name)

@@ -1,0 +1,228 @@
+"""From raw key/values (TOML table over decorator arguments) to a :class:`JobDefinition`.
+
+Every rule that concerns one job lives here or in :mod:`cronctl.jobs.checks`; each
+problem becomes a :class:`Violation` naming the source of the offending key, and all of
+them are collected before giving up on the job.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from cronctl.cron import CronExpression, CronSyntaxError
+from cronctl.jobs import checks
+from cronctl.jobs.convert import JOB_KEYS, SIMPLE, BadValue, to_command, to_text
+from cronctl.jobs.model import (
+    EPOCH,
+    CommandTarget,
+    DstFold,
+    DstGap,
+    JobDefinition,
+    MisfirePolicy,
+    Mode,
+    OverlapPolicy,
+    PythonTarget,
+    ServiceTarget,
+    Target,
+)
+from cronctl.jobs.registry import ServiceRegistry
+from cronctl.jobs.violation import Violation, did_you_mean
+
+ID_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,200}")
+_COMMAND_ONLY = ("shell", "env", "cwd")
+
+
+@dataclass(frozen=True)
+class RawJob:
+    """One job's keys as merged from its sources; ``sources`` says where each came from."""
+
+    id: Any
+    values: Mapping[str, Any]
+    sources: Mapping[str, str]
+    source: str  # the [jobs.<id>] table, or the decorated method
+    from_toml: bool = True
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    now: datetime
+    registry: ServiceRegistry
+    memory_database: bool = False
+    tracked_default: bool = True
+    base_dir: Path = field(default_factory=Path.cwd)
+    check_targets: bool = True
+
+
+@dataclass
+class BuildResult:
+    job: JobDefinition | None = None
+    violations: list[Violation] = field(default_factory=list)
+    warnings: list[Violation] = field(default_factory=list)
+
+
+def check_id(job_id: Any) -> str | None:
+    """Why ``job_id`` is not a valid id, or ``None``."""
+    if job_id is None or (isinstance(job_id, str) and not job_id.strip()):
+        return "missing or blank id"
+    if not isinstance(job_id, str):
+        return f"id must be a string, not {job_id!r}"
+    if len(job_id) > 200:
+        return f"id is {len(job_id)} characters long; at most 200 are allowed"
+    if not ID_PATTERN.fullmatch(job_id):
+        bad = sorted({c for c in job_id if not re.fullmatch(r"[A-Za-z0-9._-]", c)})
+        shown = " ".join(repr(c) for c in bad)
+        return f"id {job_id!r} may only hold letters, digits, '.', '_' and '-' (found {shown})"
+    return None
+
+
+def build_job(raw: RawJob, ctx: BuildContext) -> BuildResult:
+    result = BuildResult()
+    job_name = raw.id if isinstance(raw.id, str) and raw.id.strip() else None
+
+    def violation(key: str | None, message: str) -> None:
+        source = raw.sources.get(key, raw.source) if key else raw.source
+        result.violations.append(Violation(source, job_name, key, message))
+
+    def warning(key: str | None, message: str) -> None:
+        source = raw.sources.get(key, raw.source) if key else raw.source
+        result.warnings.append(Violation(source, job_name, key, message))
+
+    id_problem = check_id(raw.id)
+    if id_problem:
+        violation(None, id_problem)
+
+    values = raw.values
+    conv: dict[str, Any] = {}
+    for key, value in values.items():
+        if key not in JOB_KEYS:
+            violation(key, f"unknown key{did_you_mean(key, JOB_KEYS)}")
+            continue
+        convert = SIMPLE.get(key)
+        if convert is None:
+            continue
+        try:
+            conv[key] = convert(value)
+        except BadValue as exc:
+            violation(key, str(exc))
+
+    # -- the schedule: exactly one of cron / every ---------------------------------------
+    expression: CronExpression | None = None
+    if "cron" in values and "every" in values:
+        violation("every", "set either 'cron' or 'every', not both")
+    elif "cron" not in values and "every" not in values:
+        violation("cron", "no schedule: set 'cron' (e.g. \"0 */5 * * * *\") or 'every' "
+                          "(e.g. \"90s\")")
+    elif "cron" in values:
+        try:
+            expression = CronExpression(to_text(values["cron"], blank_ok=False))
+        except BadValue as exc:
+            violation("cron", str(exc))
+        except CronSyntaxError as exc:
+            violation("cron", str(exc))
+        if "anchor" in values:
+            violation("anchor", "'anchor' only applies to 'every' schedules")
+
+    # -- the target: exactly one of target / command -------------------------------------
+    target: Target | None = None
+    if "target" in values and "command" in values:
+        violation("command", "set either 'target' or 'command', not both")
+    elif "target" not in values and "command" not in values:
+        violation("target", "nothing to run: set 'target' (\"service:...\" or "
+                            "\"python:module:function\") or 'command'")
+    elif "command" in values:
+        try:
+            argv = to_command(values["command"], bool(conv.get("shell", False)))
+        except BadValue as exc:
+            violation("command", str(exc))
+        else:
+            cwd = conv.get("cwd")
+            target = CommandTarget(
+                argv=argv,
+                shell=bool(conv.get("shell", False)),
+                env=conv.get("env", {}),
+                cwd=str((ctx.base_dir / cwd).absolute()) if cwd else None,
+            )
+    else:
+        target = conv.get("target")
+    if "command" not in values:
+        for key in _COMMAND_ONLY:
+            if key in values:
+                violation(key, f"'{key}' only applies to command jobs")
+
+    # -- mode rules ------------------------------------------------------------------------
+    mode: Mode = conv.get("mode", Mode.EVERY_INSTANCE)
+    overlap: OverlapPolicy = conv.get("overlap_policy", OverlapPolicy.SKIP)
+    if mode is Mode.SINGLE_INSTANCE:
+        if ctx.memory_database:
+            violation("mode", "single_instance needs a database, but database = \"none\" "
+                              "keeps state in memory; configure SQLite or PostgreSQL")
+        if overlap is OverlapPolicy.QUEUE_ONE:
+            violation("overlap_policy", "queue_one works only with every_instance jobs; "
+                                        "single_instance jobs need overlap_policy \"skip\"")
+        elif overlap is not OverlapPolicy.SKIP:
+            violation("overlap_policy", f"single_instance jobs need overlap_policy \"skip\", "
+                                        f"not {overlap.value!r}")
+    # Only an unset policy takes the mode default; an explicit fire_now is honoured.
+    misfire: MisfirePolicy = conv.get(
+        "misfire_policy",
+        MisfirePolicy.FIRE_NOW if mode is Mode.SINGLE_INSTANCE else MisfirePolicy.SKIP,
+    )
+    enabled: bool = conv.get("enabled", True)
+    if result.violations:
+        return result
+
+    # -- checks that need the whole job ----------------------------------------------------
+    every: timedelta | None = conv.get("every")
+    timezone: str = conv.get("timezone", "UTC")
+    dst_gap: DstGap = conv.get("dst_gap", DstGap.AUTO)
+    dst_fold: DstFold = conv.get("dst_fold", DstFold.AUTO)
+    anchor: datetime = conv.get("anchor", EPOCH)
+    timeout: timedelta | None = conv.get("timeout")
+    schedule = checks.make_schedule(expression, every, anchor, timezone, dst_gap, dst_fold)
+    for kind, key, message in checks.check_schedule(schedule, ctx.now, timeout, misfire):
+        (violation if kind == "violation" else warning)(key, message)
+    if ctx.check_targets and enabled:
+        problem = None
+        if isinstance(target, ServiceTarget):
+            problem = checks.check_service_target(target, ctx.registry)
+        elif isinstance(target, PythonTarget):
+            problem = checks.check_python_target(target)
+        if problem:
+            violation("target", problem)
+    if result.violations:
+        return result
+
+    assert target is not None and isinstance(raw.id, str)
+    result.job = JobDefinition(
+        id=raw.id,
+        target=target,
+        cron=expression.text if expression is not None else None,
+        every=every,
+        anchor=anchor,
+        timezone=timezone,
+        enabled=enabled,
+        mode=mode,
+        overlap_policy=overlap,
+        serial_group=conv.get("serial_group"),
+        misfire_policy=misfire,
+        misfire_threshold=conv.get("misfire_threshold", timedelta(seconds=60)),
+        catchup_limit=conv.get("catchup_limit", 100),
+        max_attempts=conv.get("max_attempts", 3),
+        retry_backoff=conv.get("retry_backoff", timedelta(seconds=10)),
+        timeout=timeout,
+        kill_timeout=conv.get("kill_timeout", timedelta(seconds=10)),
+        tracked=conv.get("tracked", ctx.tracked_default),
+        jitter=conv.get("jitter", timedelta(0)),
+        parameters=conv.get("parameters", {}),
+        payload=conv.get("payload"),
+        description=conv.get("description"),
+        dst_gap=dst_gap,
+        dst_fold=dst_fold,
+        source=raw.source,
+    )
+    return result

@@ -1,0 +1,139 @@
+"""Checks that need a built schedule or a live import: never-firing schedules, the
+warnings of SPEC section 2, and whether ``service:``/``python:`` targets resolve."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from typing import Literal
+
+from cronctl.cron import CronExpression, Interval, Schedule
+from cronctl.durations import format_duration
+from cronctl.jobs.model import (
+    EPOCH,
+    DstFold,
+    DstGap,
+    JobDefinition,
+    MisfirePolicy,
+    PythonTarget,
+    ServiceTarget,
+)
+from cronctl.jobs.registry import ServiceRegistry
+from cronctl.jobs.violation import did_you_mean, summarize_exception
+
+Finding = tuple[Literal["violation", "warning"], str, str]
+_GAP_SAMPLES = 24  # fires looked at for "closer together than timeout"
+
+
+def make_schedule(
+    expression: CronExpression | None,
+    every: timedelta | None,
+    anchor: datetime = EPOCH,
+    timezone: str = "UTC",
+    dst_gap: DstGap = DstGap.AUTO,
+    dst_fold: DstFold = DstFold.AUTO,
+) -> Schedule:
+    if expression is not None:
+        return Schedule(expression, timezone, dst_gap=dst_gap.value, dst_fold=dst_fold.value)
+    assert every is not None
+    return Schedule(Interval(every, anchor))
+
+
+def job_schedule(job: JobDefinition) -> Schedule:
+    """The :class:`Schedule` of a validated job (cron in its zone, or its interval)."""
+    expression = CronExpression(job.cron) if job.cron is not None else None
+    return make_schedule(expression, job.every, job.anchor, job.timezone, job.dst_gap,
+                         job.dst_fold)
+
+
+def _fires(schedule: Schedule, now: datetime, count: int) -> Iterator[datetime]:
+    t: datetime | None = now
+    for _ in range(count):
+        assert t is not None
+        t = schedule.next_after(t)
+        if t is None:
+            return
+        yield t
+
+
+def check_schedule(
+    schedule: Schedule, now: datetime, timeout: timedelta | None, misfire: MisfirePolicy
+) -> list[Finding]:
+    found: list[Finding] = []
+    key = "cron" if schedule.expression is not None else "every"
+    first = schedule.next_after(now)
+    if first is None:
+        found.append(("violation", key,
+                      f"{schedule.text!r} never fires: no fire within 4 years"))
+        return found
+    expr = schedule.expression
+    if expr is not None and expr.dom_restricted and expr.dow_restricted:
+        found.append(("warning", "cron",
+                      f"both day-of-month and day-of-week are restricted in {expr.text!r}: "
+                      "it fires when day-of-month OR day-of-week matches (not AND)"))
+    if timeout is not None:
+        gap = _closest_gap(schedule, now)
+        if gap is not None and gap < timeout:
+            found.append(("warning", "timeout",
+                          f"fires as often as every {format_duration(gap)}, closer together "
+                          f"than its timeout of {format_duration(timeout)}"))
+    if misfire is MisfirePolicy.FIRE_ALL:
+        gap = _closest_gap(schedule, now, samples=4)
+        if gap is not None and gap < timedelta(minutes=1):
+            found.append(("warning", "misfire_policy",
+                          "fire_all with a per-second schedule: after an outage it replays "
+                          "up to catchup_limit fires back to back"))
+    return found
+
+
+def _closest_gap(schedule: Schedule, now: datetime, samples: int = _GAP_SAMPLES
+                 ) -> timedelta | None:
+    if schedule.interval is not None:
+        return schedule.interval.every
+    fires = list(_fires(schedule, now, samples))
+    gaps = [b - a for a, b in zip(fires, fires[1:], strict=False)]
+    return min(gaps) if gaps else None
+
+
+def check_service_target(target: ServiceTarget, registry: ServiceRegistry) -> str | None:
+    if target.operation_id in registry.operations:
+        return None
+    if not registry.operations:
+        return (f"no registered service operation {target.operation_id!r}: no service is "
+                "registered (is the package that provides it installed?)")
+    return (f"no registered service operation {target.operation_id!r}"
+            f"{did_you_mean(target.operation_id, registry.operations)}")
+
+
+_PYTHON_CACHE: dict[tuple[str, str], str | None] = {}
+
+
+def check_python_target(target: PythonTarget) -> str | None:
+    """Why ``python:module:function`` cannot run, or ``None``. Imports the module."""
+    key = (target.module, target.function)
+    if key not in _PYTHON_CACHE:
+        _PYTHON_CACHE[key] = _python_problem(target)
+    return _PYTHON_CACHE[key]
+
+
+def clear_python_cache() -> None:
+    """Forget earlier import results (SIGHUP reloads re-check)."""
+    _PYTHON_CACHE.clear()
+
+
+def _python_problem(target: PythonTarget) -> str | None:
+    try:
+        obj: object = importlib.import_module(target.module)
+    except (Exception, SystemExit) as exc:
+        return f"cannot import module {target.module!r}: {summarize_exception(exc)}"
+    for part in target.function.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            names = [n for n in dir(obj) if not n.startswith("_")]
+            return (f"{target.module!r} has no attribute {target.function!r}"
+                    f"{did_you_mean(part, names)}")
+    if not callable(obj):
+        return f"{target} is a {type(obj).__name__}, not a callable"
+    return None

@@ -1,0 +1,212 @@
+"""Per-key conversion of raw values (TOML or decorator arguments) into model values.
+
+Every converter takes the value as written and returns the typed value, or raises
+:class:`BadValue` with a one-line message saying what is expected.
+"""
+
+from __future__ import annotations
+
+import shlex
+import zoneinfo
+from collections.abc import Callable, Mapping
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+
+from cronctl.durations import DurationError, parse_duration
+from cronctl.jobs.model import (
+    DstFold,
+    DstGap,
+    MisfirePolicy,
+    Mode,
+    OverlapPolicy,
+    PythonTarget,
+    ServiceTarget,
+)
+from cronctl.jobs.violation import did_you_mean
+
+# Every key a job table may hold (SPEC section 2), in the order docs list them.
+JOB_KEYS = (
+    "cron", "every", "anchor", "timezone", "target", "command", "shell", "enabled", "mode",
+    "overlap_policy", "serial_group", "misfire_policy", "misfire_threshold", "catchup_limit",
+    "max_attempts", "retry_backoff", "timeout", "kill_timeout", "tracked", "jitter",
+    "parameters", "payload", "env", "cwd", "description", "dst_gap", "dst_fold",
+)
+
+
+class BadValue(ValueError):
+    """A value of the wrong type or out of range; the message is one line."""
+
+
+def _type_name(value: object) -> str:
+    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+             list: "an array", dict: "a table"}
+    return names.get(type(value), type(value).__name__)
+
+
+def to_bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise BadValue(f"must be true or false, not {_type_name(value)} ({value!r})")
+    return value
+
+
+def to_text(value: Any, *, blank_ok: bool = True) -> str:
+    if not isinstance(value, str):
+        raise BadValue(f"must be a string, not {_type_name(value)} ({value!r})")
+    if not blank_ok and not value.strip():
+        raise BadValue("must not be blank")
+    return value
+
+
+def to_positive_int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadValue(f"must be a whole number >= 1, not {_type_name(value)} ({value!r})")
+    if value < 1:
+        raise BadValue(f"must be >= 1, not {value}")
+    return value
+
+
+def to_duration(value: Any, *, positive: bool = False, minimum: timedelta | None = None
+                ) -> timedelta:
+    if isinstance(value, int | float) and not isinstance(value, bool) and value < 0:
+        raise BadValue(f"must not be negative, not {value!r}")
+    try:
+        result = parse_duration(value, allow_zero=not positive)
+    except DurationError as exc:
+        raise BadValue(str(exc)) from None
+    if minimum is not None and result < minimum:
+        raise BadValue(f"{value!r} is shorter than the minimum {minimum.total_seconds():g}s")
+    return result
+
+
+def to_anchor(value: Any) -> datetime:
+    """A TOML datetime or an ISO 8601 string; without an offset it is taken as UTC."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise BadValue(f"{value!r} is not an ISO 8601 date-time "
+                           "(e.g. 2024-01-01T00:00:00Z)") from None
+    elif isinstance(value, date) and not isinstance(value, datetime):
+        value = datetime.combine(value, time(0))
+    if not isinstance(value, datetime):
+        raise BadValue(f"must be a date-time, not {_type_name(value)} ({value!r})")
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
+
+
+_ZONES: list[str] | None = None
+
+
+def to_zone(value: Any) -> str:
+    name = to_text(value, blank_ok=False).strip()
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        global _ZONES
+        if _ZONES is None:
+            _ZONES = sorted(zoneinfo.available_timezones())
+        raise BadValue(f"unknown time zone {name!r}{did_you_mean(name, _ZONES)}; "
+                       "use an IANA name like 'Europe/Berlin'") from None
+    return name
+
+
+def to_target(value: Any) -> ServiceTarget | PythonTarget:
+    text = to_text(value, blank_ok=False).strip()
+    kind, sep, rest = text.partition(":")
+    if sep and kind == "service":
+        if not rest or rest.count(".") < 2 or any(not p for p in rest.split(".")):
+            raise BadValue(f"{text!r}: write service:<namespace>.<service>.<operation>")
+        return ServiceTarget(rest)
+    if sep and kind == "python":
+        module, sep2, function = rest.partition(":")
+        if not sep2 or not module or not function:
+            raise BadValue(f"{text!r}: write python:<module>:<function>")
+        return PythonTarget(module, function)
+    raise BadValue(f"{text!r} must start with 'service:' or 'python:' "
+                   "(for a program, use command = [...])")
+
+
+def to_command(value: Any, shell: bool) -> tuple[str, ...]:
+    """argv; with ``shell`` the one command line as ``argv[0]``."""
+    if isinstance(value, str):
+        if not value.strip():
+            raise BadValue("must not be empty")
+        if shell:
+            return (value,)
+        try:
+            argv = tuple(shlex.split(value))
+        except ValueError as exc:
+            raise BadValue(f"cannot split {value!r} like a shell would: {exc}") from None
+        if not argv:
+            raise BadValue("must not be empty")
+        return argv
+    if isinstance(value, list | tuple):
+        if not value:
+            raise BadValue("must not be an empty array")
+        bad = [item for item in value if not isinstance(item, str)]
+        if bad:
+            raise BadValue(f"every argument must be a string, not {bad[0]!r}")
+        if shell:
+            raise BadValue("with shell = true, write the command as one string")
+        return tuple(value)
+    raise BadValue(f"must be an array of strings or a string, not {_type_name(value)}")
+
+
+def to_table(value: Any) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise BadValue(f"must be a table, not {_type_name(value)} ({value!r})")
+    return dict(value)
+
+
+def to_env(value: Any) -> dict[str, str]:
+    table = to_table(value)
+    for key, item in table.items():
+        if not isinstance(item, str):
+            raise BadValue(f"variable {key!r} must be a string (quote it), not {item!r}")
+    return table
+
+
+def _enum(kind: type[Any]) -> Callable[[Any], Any]:
+    def convert(value: Any) -> Any:
+        try:
+            return kind.parse(value)
+        except ValueError as exc:
+            allowed = [m.value for m in kind]
+            hint = did_you_mean(str(value).lower().replace("-", "_"), allowed)
+            raise BadValue(f"{exc}{hint}") from None
+
+    return convert
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+# Keys whose conversion depends on nothing else. cron/every/command/target are handled by
+# the builder (they interact); so is timeout's "> 0".
+SIMPLE: Mapping[str, Callable[[Any], Any]] = {
+    "anchor": to_anchor,
+    "timezone": to_zone,
+    "target": to_target,
+    "shell": to_bool,
+    "enabled": to_bool,
+    "mode": _enum(Mode),
+    "overlap_policy": _enum(OverlapPolicy),
+    "serial_group": lambda v: to_text(v, blank_ok=False),
+    "misfire_policy": _enum(MisfirePolicy),
+    "misfire_threshold": to_duration,
+    "catchup_limit": to_positive_int,
+    "max_attempts": to_positive_int,
+    "retry_backoff": to_duration,
+    "timeout": lambda v: to_duration(v, positive=True),
+    "kill_timeout": to_duration,
+    "tracked": to_bool,
+    "jitter": to_duration,
+    "parameters": to_table,
+    "payload": _identity,
+    "env": to_env,
+    "cwd": lambda v: to_text(v, blank_ok=False),
+    "description": to_text,
+    "dst_gap": _enum(DstGap),
+    "dst_fold": _enum(DstFold),
+    "every": lambda v: to_duration(v, positive=True, minimum=timedelta(seconds=1)),
+}

@@ -1,0 +1,172 @@
+"""``load_jobs``: every source, precedence, validation — one call, every violation.
+
+Precedence, highest first: the job's ``[jobs.<id>]`` TOML table, the ``@cron_job``
+decorator, the mode-based defaults. A TOML table whose id matches a decorated job
+overrides it key by key; ``cron``/``every`` (with ``anchor``) count as one key, and so do
+``target``/``command``, so a table can swap the schedule or the target of a decorated job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from cronctl.errors import ConfigError, NotFoundError
+from cronctl.jobs.build import BuildContext, RawJob, build_job, check_id
+from cronctl.jobs.checks import clear_python_cache
+from cronctl.jobs.model import JobDefinition
+from cronctl.jobs.registry import ServiceRegistry, discover_services, set_default_registry
+from cronctl.jobs.toml_source import TomlJob, read_jobs_dir
+from cronctl.jobs.violation import Violation, did_you_mean
+
+if TYPE_CHECKING:
+    from cronctl.config import Config
+
+_SCHEDULE_KEYS = ("cron", "every", "anchor")
+_TARGET_KEYS = ("target", "command")
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """The validated jobs (empty when any violation exists: nothing is registered then),
+    every violation, every warning, and how many job definitions were seen."""
+
+    jobs: tuple[JobDefinition, ...]
+    violations: tuple[Violation, ...]
+    warnings: tuple[Violation, ...]
+    defined: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    @property
+    def enabled_jobs(self) -> tuple[JobDefinition, ...]:
+        """What the scheduler fires: jobs with ``enabled = true``."""
+        return tuple(job for job in self.jobs if job.enabled)
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    built: dict[str, JobDefinition]
+    failed: dict[str, list[Violation]]
+    violations: list[Violation]
+    warnings: list[Violation]
+    registry: ServiceRegistry
+    defined: int
+
+
+def load_jobs(
+    config: Config,
+    *,
+    now: datetime | None = None,
+    registry: ServiceRegistry | None = None,
+) -> LoadResult:
+    """Load and validate every job of ``config``: ``jobs_dir`` TOML files and the
+    ``@cron_job`` operations of the ``cronctl.services`` entry points.
+
+    ``now`` (default: the clock) is where "never fires within 4 years" is measured from;
+    ``registry`` replaces entry-point discovery (tests). On success the registry becomes
+    the one :func:`cronctl.jobs.registry.resolve_operation` uses.
+    """
+    loaded = _load(config, now=now, registry=registry)
+    if loaded.violations:
+        return LoadResult((), tuple(loaded.violations), tuple(loaded.warnings), loaded.defined)
+    set_default_registry(loaded.registry)
+    jobs = tuple(sorted(loaded.built.values(), key=lambda job: job.id))
+    return LoadResult(jobs, (), tuple(loaded.warnings), loaded.defined)
+
+
+def find_job(config: Config, job_id: str, *, now: datetime | None = None) -> JobDefinition:
+    """The job named ``job_id``. :class:`NotFoundError` (exit 3, with a did-you-mean) when
+    no source defines it; :class:`ConfigError` when that job itself is invalid. Problems
+    of other jobs do not matter here."""
+    loaded = _load(config, now=now, registry=None)
+    job = loaded.built.get(job_id)
+    if job is not None:
+        return job
+    if job_id in loaded.failed:
+        problems = loaded.failed[job_id]
+        more = f" (and {len(problems) - 1} more; run 'cronctl validate')" if len(
+            problems) > 1 else ""
+        raise ConfigError(f"job {job_id!r} is invalid: {problems[0]}{more}")
+    known = [*loaded.built, *loaded.failed]
+    raise NotFoundError(f"no job {job_id!r}{did_you_mean(job_id, known)}")
+
+
+def _load(config: Config, *, now: datetime | None, registry: ServiceRegistry | None
+          ) -> _Loaded:
+    now = now if now is not None else datetime.now(UTC)
+    clear_python_cache()
+    if registry is None:
+        registry = discover_services()
+    files = read_jobs_dir(config.jobs_dir)
+    violations: list[Violation] = [*registry.violations, *files.violations]
+    raws: list[RawJob] = []
+
+    decorated: dict[str, RawJob] = {}
+    for dj in registry.cron_jobs:
+        values: dict[str, Any] = dict(dj.spec.values)
+        job_id = values.pop("id", None)
+        values["target"] = f"service:{dj.operation_id}"
+        raw = RawJob(id=job_id, values=values, sources=dict.fromkeys(values, dj.where),
+                     source=dj.where, from_toml=False)
+        if check_id(job_id) is not None:
+            raws.append(raw)  # reported by build_job
+        elif job_id in decorated:
+            violations.append(Violation(dj.where, job_id, None,
+                                        f"duplicate id {job_id!r}: also used by "
+                                        f"{decorated[job_id].source}"))
+        else:
+            decorated[job_id] = raw
+
+    tables: dict[str, TomlJob] = {}
+    for table in files.jobs:
+        if table.id in tables:
+            violations.append(Violation(table.source, table.id, None,
+                                        f"duplicate id {table.id!r}: also defined at "
+                                        f"{tables[table.id].source}"))
+        else:
+            tables[table.id] = table
+
+    for job_id, raw in decorated.items():
+        twin = tables.pop(job_id, None)
+        raws.append(raw if twin is None else _override(raw, twin))
+    for table in tables.values():
+        raws.append(RawJob(id=table.id, values=table.values, sources=table.key_sources,
+                           source=table.source))
+
+    ctx = BuildContext(
+        now=now,
+        registry=registry,
+        memory_database=config.in_memory,
+        tracked_default=config.tracked,
+        base_dir=config.base_dir,
+    )
+    built: dict[str, JobDefinition] = {}
+    failed: dict[str, list[Violation]] = {}
+    warnings: list[Violation] = []
+    for raw in raws:
+        result = build_job(raw, ctx)
+        violations.extend(result.violations)
+        warnings.extend(result.warnings)
+        if result.job is not None:
+            built[result.job.id] = result.job
+        elif isinstance(raw.id, str):
+            failed[raw.id] = result.violations
+    return _Loaded(built, failed, violations, warnings, registry, len(raws))
+
+
+def _override(decorated: RawJob, table: TomlJob) -> RawJob:
+    """The TOML table over the decorator, key by key (schedule and target as units)."""
+    values = dict(decorated.values)
+    sources = dict(decorated.sources)
+    for group in (_SCHEDULE_KEYS, _TARGET_KEYS):
+        if any(key in table.values for key in group):
+            for key in group:
+                values.pop(key, None)
+                sources.pop(key, None)
+    values.update(table.values)
+    sources.update(table.key_sources)
+    return RawJob(id=decorated.id, values=values, sources=sources, source=table.source)

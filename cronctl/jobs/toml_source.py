@@ -1,0 +1,246 @@
+"""Reading ``jobs.d/*.toml``: the raw tables, plus the line of every table and key.
+
+tomllib gives no positions, so a light scanner over the text finds the line of each
+``[jobs.<id>]`` header and each ``key =`` under it (also dotted keys and inline
+``jobs.<id> = {...}`` forms). It only has to be right for files tomllib accepted.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cronctl.jobs.violation import Violation, display_path, one_line
+
+
+@dataclass(frozen=True)
+class TomlJob:
+    """One ``[jobs.<id>]`` table as written, with where each key came from."""
+
+    id: str
+    values: dict[str, Any]
+    source: str  # path:line of the table
+    key_sources: dict[str, str] = field(default_factory=dict)
+
+    def source_of(self, key: str | None) -> str:
+        return self.key_sources.get(key, self.source) if key else self.source
+
+
+@dataclass(frozen=True)
+class JobFiles:
+    jobs: tuple[TomlJob, ...]
+    violations: tuple[Violation, ...]
+    files: int
+
+
+def read_jobs_dir(jobs_dir: Path) -> JobFiles:
+    """Every ``*.toml`` in ``jobs_dir``, sorted by name; problems become violations."""
+    shown = display_path(jobs_dir)
+    try:
+        paths = sorted(p for p in jobs_dir.iterdir() if p.name.endswith(".toml"))
+    except FileNotFoundError:
+        return JobFiles((), (Violation(shown, None, None,
+                                       "jobs directory does not exist (set jobs_dir in "
+                                       "cronctl.toml or --jobs-dir)"),), 0)
+    except NotADirectoryError:
+        return JobFiles((), (Violation(shown, None, None, "jobs_dir is not a directory"),), 0)
+    except OSError as exc:
+        return JobFiles((), (Violation(shown, None, None,
+                                       f"cannot read jobs directory: {exc.strerror or exc}"),), 0)
+    jobs: list[TomlJob] = []
+    violations: list[Violation] = []
+    for path in paths:
+        file_jobs, file_violations = read_job_file(path)
+        jobs.extend(file_jobs)
+        violations.extend(file_violations)
+    return JobFiles(tuple(jobs), tuple(violations), len(paths))
+
+
+def read_job_file(path: Path) -> tuple[list[TomlJob], list[Violation]]:
+    shown = display_path(path)
+    try:
+        raw = path.read_bytes()
+    except IsADirectoryError:
+        return [], [Violation(shown, None, None, "is a directory, not a job file")]
+    except OSError as exc:  # permissions, dangling links, symlink loops
+        return [], [Violation(shown, None, None, f"cannot read: {exc.strerror or exc}")]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        return [], [Violation(f"{shown}:{line}", None, None,
+                              f"not UTF-8 text (byte {raw[exc.start]:#04x} at offset "
+                              f"{exc.start}); save the file as UTF-8")]
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = one_line(str(exc))
+        found = re.search(r"line (\d+)", message)
+        where = f"{shown}:{found.group(1)}" if found else shown
+        return [], [Violation(where, None, None, f"malformed TOML: {message}")]
+
+    index = _LineIndex(text)
+    violations: list[Violation] = []
+    for key in data:
+        if key != "jobs":
+            hint = " (put jobs in [jobs.<id>] tables)"
+            violations.append(Violation(index.source(shown, (), key), None, key,
+                                        f"unknown top-level key{hint}"))
+    tables = data.get("jobs", {})
+    if not isinstance(tables, dict):
+        violations.append(Violation(index.source(shown, (), "jobs"), None, "jobs",
+                                    "must be a table of jobs: [jobs.<id>]"))
+        return [], violations
+    jobs: list[TomlJob] = []
+    for job_id, values in tables.items():
+        table_source = index.table_source(shown, ("jobs", job_id))
+        if not isinstance(values, dict):
+            violations.append(Violation(table_source, job_id, None,
+                                        f"must be a table ([jobs.{_key_text(job_id)}] with "
+                                        "keys under it), not a value"))
+            continue
+        key_sources = {
+            key: index.source(shown, ("jobs", job_id), key) for key in values
+        }
+        jobs.append(TomlJob(id=job_id, values=values, source=table_source,
+                            key_sources=key_sources))
+    return jobs, violations
+
+
+def _key_text(key: str) -> str:
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else f'"{key}"'
+
+
+# --- positions -----------------------------------------------------------------------
+
+_BARE = re.compile(r"[A-Za-z0-9_-]+")
+_HEADER = re.compile(r"\s*\[\[?(?P<key>[^\[\]]*)\]\]?\s*(?:#.*)?$")
+
+
+def _split_key(text: str) -> tuple[tuple[str, ...], int] | None:
+    """Parse a (dotted) TOML key at the start of ``text``: its parts and where it ends."""
+    parts: list[str] = []
+    pos = 0
+    n = len(text)
+    while True:
+        while pos < n and text[pos] in " \t":
+            pos += 1
+        if pos >= n:
+            return None
+        char = text[pos]
+        if char == '"':
+            end = pos + 1
+            while end < n and text[end] != '"':
+                end += 2 if text[end] == "\\" else 1
+            if end >= n:
+                return None
+            literal = text[pos : end + 1]
+            if "\\" in literal:
+                try:
+                    parts.append(next(iter(tomllib.loads(f"{literal} = 0"))))
+                except tomllib.TOMLDecodeError:
+                    return None
+            else:
+                parts.append(literal[1:-1])
+            pos = end + 1
+        elif char == "'":
+            end = text.find("'", pos + 1)
+            if end < 0:
+                return None
+            parts.append(text[pos + 1 : end])
+            pos = end + 1
+        else:
+            match = _BARE.match(text, pos)
+            if not match:
+                return None
+            parts.append(match.group())
+            pos = match.end()
+        while pos < n and text[pos] in " \t":
+            pos += 1
+        if pos < n and text[pos] == ".":
+            pos += 1
+            continue
+        return tuple(parts), pos
+
+
+class _LineIndex:
+    """Line numbers of table headers and of keys, keyed by their full path."""
+
+    def __init__(self, text: str) -> None:
+        self.tables: dict[tuple[str, ...], int] = {}
+        self.keys: dict[tuple[str, ...], int] = {}
+        current: tuple[str, ...] = ()
+        in_multiline: str | None = None
+        depth = 0  # open brackets of a multi-line array or inline table
+        for number, line in enumerate(text.splitlines(), start=1):
+            if in_multiline is not None:
+                if line.count(in_multiline) % 2 == 1:
+                    in_multiline = None
+                continue
+            if depth > 0:
+                depth = max(0, depth + _bracket_balance(line))
+                continue
+            header = _HEADER.match(line)
+            if header and line.lstrip().startswith("["):
+                parsed = _split_key(header.group("key"))
+                if parsed is not None:
+                    current = parsed[0]
+                    self.tables.setdefault(current, number)
+                continue
+            parsed = _split_key(line)
+            if parsed is None:
+                continue
+            parts, end = parsed
+            if end >= len(line) or line[end] != "=":
+                continue
+            for i in range(len(parts)):
+                path = current + parts[: i + 1]
+                self.keys.setdefault(path, number)
+                self.tables.setdefault(path, number)
+            rest = line[end + 1 :]
+            for quote in ('"""', "'''"):
+                if rest.count(quote) % 2 == 1:
+                    in_multiline = quote
+                    break
+            else:
+                depth = max(0, _bracket_balance(rest))
+
+    def table_source(self, shown: str, path: tuple[str, ...]) -> str:
+        for cut in range(len(path), 0, -1):
+            line = self.tables.get(path[:cut])
+            if line is not None:
+                return f"{shown}:{line}"
+        return shown
+
+    def source(self, shown: str, table: tuple[str, ...], key: str) -> str:
+        line = self.keys.get((*table, key))
+        if line is None:
+            line = self.tables.get((*table, key))  # [jobs.x.parameters] sub-table
+        return f"{shown}:{line}" if line is not None else self.table_source(shown, table)
+
+
+def _bracket_balance(text: str) -> int:
+    """Net open ``[``/``{`` outside strings and comments (rough, good enough for lines)."""
+    balance = 0
+    quote: str | None = None
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if quote:
+            if char == "\\" and quote == '"':
+                i += 1
+            elif char == quote:
+                quote = None
+        elif char in "\"'":
+            quote = char
+        elif char == "#":
+            break
+        elif char in "[{":
+            balance += 1
+        elif char in "]}":
+            balance -= 1
+        i += 1
+    return balance

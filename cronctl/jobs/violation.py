@@ -1,0 +1,79 @@
+"""What validation reports: one :class:`Violation` per problem, never an exception.
+
+Everything that can be wrong with a job set is collected into a list of these before
+anything is registered, so an operator sees every problem in one run.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import traceback
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One problem. ``source`` is ``path:line`` for TOML (``path`` alone when no line is
+    known) or the Python object (``pkg.mod:Class.method``) for decorators and entry points."""
+
+    source: str
+    job: str | None
+    key: str | None
+    message: str
+
+    def __str__(self) -> str:
+        parts = [self.source] if self.source else []
+        if self.job is not None:
+            parts.append(f"job {self.job!r}")
+        if self.key is not None:
+            parts.append(f"key {self.key!r}")
+        parts.append(self.message)
+        return ": ".join(parts)
+
+    def to_json(self) -> dict[str, str | None]:
+        return {"source": self.source, "job": self.job, "key": self.key, "message": self.message}
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest choice, or an empty string."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def display_path(path: Path) -> str:
+    """A path as users want to read it: relative to the working directory when inside it."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return str(path)
+    return str(path) if rel.startswith("..") else rel
+
+
+def one_line(text: str) -> str:
+    """Collapse a message to its first non-empty line (tomllib and friends may add more)."""
+    for line in str(text).splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def summarize_exception(exc: BaseException) -> str:
+    """``Type: message (file:line)``: the exception and where it was raised, in one line.
+
+    The location is the innermost traceback frame, or the offending line of a
+    :class:`SyntaxError` (whose innermost frame is importlib's, not the user's).
+    """
+    where = ""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        where = f"{exc.filename}:{exc.lineno}"
+        message = one_line(exc.msg)
+    else:
+        message = one_line(str(exc))
+        frames = traceback.extract_tb(exc.__traceback__)
+        if frames:
+            where = f"{frames[-1].filename}:{frames[-1].lineno}"
+    text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    return f"{text} ({where})" if where else text

@@ -1,0 +1,1 @@
+"""An example service for cronctl: see ``reports.py`` and ``tasks.py``."""
