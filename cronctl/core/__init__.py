@@ -1,0 +1,50 @@
+"""The threadless scheduler core (no clock, no I/O, no threads); ``runtime`` drives it."""
+
+from __future__ import annotations
+
+from cronctl.core.actions import (
+    Abandon,
+    Action,
+    AdvanceCursor,
+    CloseInterrupted,
+    DeadLetter,
+    Decision,
+    Enqueue,
+    ExecKey,
+    Finish,
+    Fire,
+    JobState,
+    Missed,
+    RecoveredExecution,
+    Retry,
+    Skip,
+    SkipReason,
+    WaitReason,
+)
+from cronctl.core.engine import SchedulerCore
+from cronctl.core.errors import ClockSkewError
+from cronctl.core.timing import jitter_offset, schedule_for
+
+__all__ = [
+    "Abandon",
+    "Action",
+    "AdvanceCursor",
+    "ClockSkewError",
+    "CloseInterrupted",
+    "DeadLetter",
+    "Decision",
+    "Enqueue",
+    "ExecKey",
+    "Finish",
+    "Fire",
+    "JobState",
+    "Missed",
+    "RecoveredExecution",
+    "Retry",
+    "SchedulerCore",
+    "Skip",
+    "SkipReason",
+    "WaitReason",
+    "jitter_offset",
+    "schedule_for",
+]

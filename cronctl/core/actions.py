@@ -1,0 +1,177 @@
+"""What the core decides: frozen action records, the inputs it reads from the store, and
+the :class:`Decision` every event returns.
+
+The runtime executes actions in order. An action never needs a clock read or a store
+lookup to be understood: it carries the job, the planned instant and the attempt.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from datetime import datetime
+
+from cronctl.jobs.model import ExecutionStatus, MisfirePolicy, Origin
+
+ExecKey = int
+"""The core's name for one started attempt; the runtime maps it to a handle and a row."""
+
+
+class SkipReason(enum.StrEnum):
+    OVERLAP = "overlap"  # the job's previous execution still runs (overlap_policy = skip)
+    SUPERSEDED = "superseded"  # queue_one kept a newer fire instead of this one
+    MISFIRE = "misfire"  # started too late; misfire policy said skip
+    PAUSED = "paused"  # the job is paused cluster-wide
+    REMOVED = "removed"  # a reload removed or disabled the job while this fire waited
+
+
+class WaitReason(enum.StrEnum):
+    SLOT = "slot"  # max_concurrent_jobs reached; FIFO
+    GROUP = "group"  # another job of the serial group runs; FIFO per group
+    QUEUE_ONE = "queue_one"  # runs right after the job's current execution
+    JOB = "job"  # a manual/replay fire waiting for the job's own execution to end
+
+
+@dataclass(frozen=True, slots=True)
+class Fire:
+    """Start this attempt now. The fire holds a concurrency slot (and its serial group)
+    until the runtime reports it through ``on_complete`` or ``release``."""
+
+    key: ExecKey
+    job_id: str
+    planned: datetime
+    due: datetime  # planned + jitter (first attempts) or the retry's due time
+    attempt: int
+    origin: Origin
+    occurrence_id: str
+    recovered_from: int | None = None  # execution id of the interrupted row it replaces
+
+
+@dataclass(frozen=True, slots=True)
+class Skip:
+    """This fire does not run. The instant counts as handled (the cursor may move)."""
+
+    job_id: str
+    planned: datetime
+    origin: Origin
+    reason: SkipReason
+
+
+@dataclass(frozen=True, slots=True)
+class Enqueue:
+    """This fire waits; a later decision starts it (or supersedes it)."""
+
+    job_id: str
+    planned: datetime
+    origin: Origin
+    reason: WaitReason
+
+
+@dataclass(frozen=True, slots=True)
+class Missed:
+    """A batch of instants found missed (at start-up or after a stall), for the log.
+
+    ``count`` is how many were missed (``count_exact`` false when counting stopped at a
+    cap); ``dropped`` how many of them will not run under the policy."""
+
+    job_id: str
+    policy: MisfirePolicy
+    count: int
+    dropped: int
+    newest: datetime
+    count_exact: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class AdvanceCursor:
+    """Persist ``planned`` as the job's last handled instant (only ever moves forward)."""
+
+    job_id: str
+    planned: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Abandon:
+    """The attempt passed its timeout: stop it (kill commands, ignore Python results).
+    Its guards are already released; a :class:`Finish` or :class:`DeadLetter` follows."""
+
+    key: ExecKey
+    job_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """Write the attempt's final status (succeeded, failed, abandoned or cancelled)."""
+
+    key: ExecKey
+    job_id: str
+    status: ExecutionStatus
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """A new attempt of the same occurrence is scheduled at ``due``."""
+
+    job_id: str
+    planned: datetime
+    attempt: int
+    due: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """The last allowed attempt failed: write this attempt's row as ``dead_letter``."""
+
+    key: ExecKey
+    job_id: str
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CloseInterrupted:
+    """A recovered row (pending or running when its node died) is closed before its
+    occurrence runs again: ``failed`` when a next attempt follows, else ``dead_letter``."""
+
+    execution_id: int
+    job_id: str
+    status: ExecutionStatus
+
+
+Action = (
+    Fire | Skip | Enqueue | Missed | AdvanceCursor | Abandon | Finish | Retry | DeadLetter
+    | CloseInterrupted
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The actions to carry out now, in order, and when the core wants the next ``tick``
+    (``None``: nothing is scheduled; wait for an event)."""
+
+    actions: tuple[Action, ...]
+    next_wake: datetime | None
+
+
+# --- inputs read from the store ------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class JobState:
+    """What the store remembers about a job: the last handled planned instant and whether
+    it is paused."""
+
+    cursor: datetime | None = None
+    paused: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveredExecution:
+    """An execution row left ``pending`` or ``running`` by a node that is gone."""
+
+    execution_id: int
+    job_id: str
+    planned: datetime
+    attempt: int
+    origin: Origin
+    status: ExecutionStatus  # pending (never started) or running (interrupted)

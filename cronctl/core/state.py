@@ -1,0 +1,47 @@
+"""The core's mutable bookkeeping records (private to :mod:`cronctl.core.engine`)."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from cronctl.core.actions import ExecKey
+from cronctl.core.timing import ScheduleLike
+from cronctl.jobs.model import JobDefinition, Origin
+
+
+@dataclass(slots=True, eq=False)
+class Job:
+    """Mutable per-job bookkeeping; one per job id, kept across reloads."""
+
+    job: JobDefinition
+    schedule: ScheduleLike | None  # None: disabled, or never fires
+    gen: int = 0  # bumped on reload so stale heap entries are ignored
+    handled: datetime | None = None  # newest planned instant taken from the schedule
+    paused: bool = False
+    removed: bool = False
+    in_flight: int = 0  # occurrences admitted and not yet final
+    queued: Pending | None = None  # queue_one: the newest fire skipped while busy
+    waiting: deque[Pending] = field(default_factory=deque)  # explicit fires, FIFO
+
+
+@dataclass(slots=True, eq=False)
+class Pending:
+    """An attempt not started yet."""
+
+    js: Job
+    planned: datetime
+    due: datetime
+    attempt: int
+    origin: Origin
+    occurrence_id: str
+    recovered_from: int | None = None
+    group: str | None = None  # the serial group reserved at admission (survives reloads)
+
+
+@dataclass(slots=True, eq=False)
+class Active:
+    key: ExecKey
+    p: Pending
+    started: datetime

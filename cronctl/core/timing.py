@@ -1,0 +1,83 @@
+"""Pure helpers on instants: building a job's schedule, deterministic jitter, and
+counting missed instants without walking unbounded ranges."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import deque
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from cronctl.jobs.model import JobDefinition
+
+COUNT_CAP = 100_000  # beyond this many missed instants we stop counting (log says "more than")
+_CHUNK = 5_000
+
+
+class ScheduleLike(Protocol):
+    """The part of :class:`cronctl.cron.Schedule` the core uses."""
+
+    def next_after(self, t: datetime) -> datetime | None: ...
+
+    def between(self, a: datetime, b: datetime, limit: int = 100) -> list[datetime]: ...
+
+
+def schedule_for(job: JobDefinition) -> ScheduleLike:
+    """The job's :class:`~cronctl.cron.Schedule` (cron in its zone, or an interval)."""
+    from cronctl.cron.interval import Interval
+    from cronctl.cron.schedule import Schedule
+
+    if job.every is not None:
+        return Schedule(Interval(job.every, job.anchor))
+    assert job.cron is not None
+    return Schedule(job.cron, job.timezone, job.dst_gap.value, job.dst_fold.value)
+
+
+def jitter_offset(occurrence_id: str, jitter: timedelta) -> timedelta:
+    """A delay in ``[0, jitter)`` derived from the occurrence id alone, so every node (and
+    every restart) computes the same one; whole microseconds."""
+    span = int(jitter / timedelta(microseconds=1))
+    if span <= 0:
+        return timedelta(0)
+    # The id is already a digest; re-hashing keeps this independent of its format.
+    value = int.from_bytes(hashlib.sha256(occurrence_id.encode()).digest()[:8], "big")
+    return timedelta(microseconds=value % span)
+
+
+def missed_between(
+    schedule: ScheduleLike, after: datetime, until: datetime, keep: int
+) -> tuple[int, list[datetime], bool]:
+    """Instants in ``(after, until]``: ``(count, newest, exact)`` where ``newest`` holds the
+    newest ``keep`` of them, oldest first, and ``exact`` is False when counting stopped at
+    :data:`COUNT_CAP` (then ``newest`` still comes from the true end of the range).
+
+    Walks forward in chunks, keeping only a bounded tail: a per-second job missed for a
+    day is 86,400 instants and must not become a list of that size."""
+    tail: deque[datetime] = deque(maxlen=max(keep, 1))
+    count = 0
+    cursor = after
+    while count < COUNT_CAP:
+        chunk = schedule.between(cursor, until, limit=_CHUNK)
+        if not chunk:
+            return count, list(tail)[-keep:] if keep else [], True
+        count += len(chunk)
+        tail.extend(chunk)
+        cursor = chunk[-1]
+        if len(chunk) < _CHUNK:
+            return count, list(tail)[-keep:] if keep else [], True
+    # Too many to count: find the newest ones by looking back from ``until`` in windows
+    # that double until they hold ``keep`` instants.
+    return count, _newest(schedule, cursor, until, keep), False
+
+
+def _newest(schedule: ScheduleLike, floor: datetime, until: datetime, keep: int) -> list[datetime]:
+    if keep <= 0:
+        return []
+    window = timedelta(minutes=1)
+    while True:
+        start = max(floor, until - window)
+        found: Sequence[datetime] = schedule.between(start, until, limit=10 * keep + _CHUNK)
+        if len(found) >= keep or start == floor:
+            return list(found[-keep:])
+        window *= 2

@@ -1,0 +1,166 @@
+"""Misfires, recovery before misfire, and the clock rules (SPEC section 4)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from core_helpers import T0, at, job, of
+
+from cronctl.core import (
+    AdvanceCursor,
+    ClockSkewError,
+    CloseInterrupted,
+    Enqueue,
+    Fire,
+    JobState,
+    Missed,
+    RecoveredExecution,
+    SchedulerCore,
+    Skip,
+)
+from cronctl.jobs.model import ExecutionStatus, MisfirePolicy, Origin
+
+OK = ExecutionStatus.SUCCEEDED
+
+
+def _drain(core: SchedulerCore, fires: list[Fire], now_s: float) -> list[Fire]:
+    """Complete fires one by one (the job runs serially); return every fire started."""
+    seen = list(fires)
+    pending = list(fires)
+    while pending:
+        f = pending.pop(0)
+        new = of(core.on_complete(f.key, OK, None, at(now_s)), Fire)
+        seen += new
+        pending += new
+    return seen
+
+
+def test_startup_skip_advances_cursor_without_firing() -> None:
+    core = SchedulerCore([job(every=60, misfire_policy=MisfirePolicy.SKIP)])
+    d = core.start(at(3600), {"j": JobState(cursor=at(0))})
+    [missed] = of(d, Missed)
+    # instants 60..3540 are missed; 3600 is on time (not older than misfire_threshold)
+    assert (missed.count, missed.dropped, missed.newest) == (59, 59, at(3540))
+    assert of(d, AdvanceCursor) == [AdvanceCursor("j", at(3540))]
+    assert of(d, Fire) == []
+    assert [f.planned for f in of(core.tick(at(3600)), Fire)] == [at(3600)]
+
+
+def test_startup_fire_now_runs_newest_missed_once() -> None:
+    core = SchedulerCore([job(every=60, misfire_policy=MisfirePolicy.FIRE_NOW)])
+    d = core.start(at(3630), {"j": JobState(cursor=at(0))})
+    [fire] = of(d, Fire)
+    assert (fire.planned, fire.origin) == (at(3540), Origin.MISFIRE)
+    assert of(d, Missed)[0].dropped == 58
+
+
+def test_startup_fire_all_keeps_newest_catchup_limit_oldest_first() -> None:
+    core = SchedulerCore([job(every=60, misfire_policy=MisfirePolicy.FIRE_ALL, catchup_limit=5)])
+    d = core.start(at(3630), {"j": JobState(cursor=at(0))})
+    [missed] = of(d, Missed)
+    assert (missed.count, missed.dropped) == (59, 54)
+    first = of(d, Fire)
+    assert len(first) == 1 and len(of(d, Enqueue)) == 4  # run in sequence, not overlapping
+    fires = _drain(core, first, 3631)
+    assert [f.planned for f in fires] == [at(60 * k) for k in range(55, 60)]
+    assert all(f.origin is Origin.MISFIRE for f in fires)
+
+
+def test_fire_all_counts_huge_gap_without_listing_it() -> None:
+    core = SchedulerCore([job(every=1, misfire_policy=MisfirePolicy.FIRE_ALL, catchup_limit=3)])
+    d = core.start(at(200_000), {"j": JobState(cursor=at(0))})
+    [missed] = of(d, Missed)
+    assert not missed.count_exact and missed.count >= 100_000
+    fires = _drain(core, of(d, Fire), 200_001)
+    assert [f.planned for f in fires] == [at(199_938), at(199_939), at(199_940)]
+
+
+def test_untracked_jobs_and_memory_store_always_skip_misfires() -> None:
+    for core, tracked in ((SchedulerCore([job(every=60, tracked=False,
+                                              misfire_policy=MisfirePolicy.FIRE_NOW)]), False),
+                          (SchedulerCore([job(every=60, misfire_policy=MisfirePolicy.FIRE_NOW)],
+                                         durable=False), True)):
+        d = core.start(at(3630), {"j": JobState(cursor=at(0))})
+        assert of(d, Fire) == [], tracked
+
+
+def test_runtime_stall_applies_misfire_policy() -> None:
+    core = SchedulerCore([job(every=10, misfire_policy=MisfirePolicy.FIRE_NOW)])
+    core.start(T0)
+    [f] = of(core.tick(at(10)), Fire)
+    core.on_complete(f.key, OK, None, at(10.1))
+    # the scheduler thread was stuck for ~5 minutes
+    d = core.tick(at(310.5))
+    [missed] = of(d, Missed)
+    assert missed.newest == at(250)  # 260..310 are late by less than 60 s
+    fires = of(d, Fire)
+    assert (fires[0].planned, fires[0].origin) == (at(250), Origin.MISFIRE)
+    # the on-time fires that follow are skipped by overlap with the misfire run
+    assert all(s.planned > at(250) for s in of(d, Skip))
+
+
+def test_recovery_runs_before_misfire_policy() -> None:
+    core = SchedulerCore([job(every=60, misfire_policy=MisfirePolicy.FIRE_NOW)])
+    rec = RecoveredExecution(execution_id=7, job_id="j", planned=at(120), attempt=1,
+                             origin=Origin.CRON, status=ExecutionStatus.RUNNING)
+    d = core.start(at(3630), {"j": JobState(cursor=at(60))}, [rec])
+    actions = d.actions
+    close = of(actions, CloseInterrupted)
+    assert close == [CloseInterrupted(7, "j", ExecutionStatus.FAILED)]
+    assert actions.index(close[0]) < actions.index(of(actions, Missed)[0])
+    [first] = of(d, Fire)
+    assert (first.planned, first.attempt, first.recovered_from) == (at(120), 2, 7)
+    # the misfire fire waits for the recovered occurrence (no overlap), and the missed
+    # range starts after the recovered instant
+    assert of(d, Missed)[0].count == len(range(180, 3540 + 1, 60))
+    [late] = of(core.on_complete(first.key, OK, None, at(3631)), Fire)
+    assert (late.planned, late.origin) == (at(3540), Origin.MISFIRE)
+
+
+def test_recovery_of_exhausted_running_attempt_is_dead_letter_but_pending_reruns() -> None:
+    core = SchedulerCore([job(every=60, max_attempts=2)])
+    gone = RecoveredExecution(1, "j", at(60), 2, Origin.CRON, ExecutionStatus.RUNNING)
+    never = RecoveredExecution(2, "j", at(120), 2, Origin.CRON, ExecutionStatus.PENDING)
+    unknown = RecoveredExecution(3, "nope", at(60), 1, Origin.CRON, ExecutionStatus.RUNNING)
+    d = core.start(at(130), {}, [gone, never, unknown])
+    assert of(d, CloseInterrupted) == [
+        CloseInterrupted(1, "j", ExecutionStatus.DEAD_LETTER),
+        CloseInterrupted(3, "nope", ExecutionStatus.DEAD_LETTER),
+        CloseInterrupted(2, "j", ExecutionStatus.FAILED),
+    ]
+    assert [(f.planned, f.attempt) for f in of(d, Fire)] == [(at(120), 3)]
+
+
+def test_clock_backwards_never_refires_handled_instant() -> None:
+    core = SchedulerCore([job(every=10)])
+    core.start(T0)
+    [f] = of(core.tick(at(10)), Fire)
+    core.on_complete(f.key, OK, None, at(10.5))
+    # clock steps back 8 s: nothing re-fires, the next fire is still +20
+    assert core.tick(at(3)).actions == ()
+    d = core.tick(at(12))
+    assert d.actions == () and d.next_wake == at(20)
+    assert [x.planned for x in of(core.tick(at(20)), Fire)] == [at(20)]
+
+
+def test_clock_skew_refused_before_anything_changes() -> None:
+    core = SchedulerCore([job(every=60, misfire_policy=MisfirePolicy.FIRE_NOW)],
+                         clock_skew_limit=timedelta(minutes=5))
+    rec = RecoveredExecution(1, "j", at(0), 1, Origin.CRON, ExecutionStatus.RUNNING)
+    with pytest.raises(ClockSkewError, match="clock_skew_limit"):
+        core.start(at(1000), {"j": JobState(cursor=at(1000 + 301))}, [rec])
+    assert core.next_wake() is None and core.running == 0
+    # within the limit it starts and simply waits for the cursor to pass
+    d = core.start(at(1000), {"j": JobState(cursor=at(1000 + 299))})
+    assert of(d, Fire) == [] and d.next_wake == at(1320)
+
+
+def test_clock_jumping_back_past_limit_at_runtime_refuses_to_act() -> None:
+    core = SchedulerCore([job(every=10)], clock_skew_limit=timedelta(seconds=60))
+    core.start(at(1000))
+    [f] = of(core.tick(at(1010)), Fire)
+    with pytest.raises(ClockSkewError):
+        core.tick(at(900))
+    core.on_complete(f.key, OK, None, at(1011))
+    assert of(core.tick(at(1020)), Fire)  # the clock is back: acting again
