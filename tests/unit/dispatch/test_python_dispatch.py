@@ -1,0 +1,333 @@
+"""PythonDispatcher: sync and async handlers, with and without a JobContext, outcomes,
+cancel, abandon, per-fire resolution of service: and python: targets."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cronctl.context import JobContext
+from cronctl.dispatch.base import Outcome, TargetUnresolved
+from cronctl.dispatch.interceptors import Interceptors
+from cronctl.dispatch.python import PythonDispatcher
+from cronctl.dispatch.testing import OutcomeRecorder, RecordingSink, request_for
+from cronctl.jobs.model import (
+    ExecutionStatus,
+    JobDefinition,
+    Origin,
+    PythonTarget,
+    ServiceTarget,
+)
+
+Registry = dict[str, Callable[..., Any]]
+
+
+@pytest.fixture
+def registry() -> Registry:
+    return {}
+
+
+@pytest.fixture
+def dispatcher(registry: Registry) -> Iterator[PythonDispatcher]:
+    def resolve(op_id: str) -> Callable[..., Any]:
+        try:
+            return registry[op_id]
+        except KeyError:
+            raise LookupError(f"no operation {op_id}") from None
+
+    d = PythonDispatcher(4, service_resolver=resolve)
+    yield d
+    d.shutdown(wait=False)
+
+
+def service_job(op: str = "ns.svc.op", **kw: Any) -> JobDefinition:
+    return JobDefinition(id="py-job", target=ServiceTarget(op), cron="* * * * * *", **kw)
+
+
+def run(dispatcher: PythonDispatcher, definition: JobDefinition,
+        **kw: Any) -> tuple[RecordingSink, OutcomeRecorder]:
+    sink, done = RecordingSink(), OutcomeRecorder()
+    dispatcher.start(request_for(definition, **kw), sink, done)
+    done.wait(5)
+    return sink, done
+
+
+def test_sync_handler_without_context(dispatcher: PythonDispatcher, registry: Registry) -> None:
+    calls: list[str] = []
+    registry["ns.svc.op"] = lambda: calls.append(threading.current_thread().name)
+    _, done = run(dispatcher, service_job())
+    assert done.outcomes == [Outcome(ExecutionStatus.SUCCEEDED)]
+    assert calls[0].startswith("cronctl-job")
+
+
+def test_sync_handler_gets_a_full_context(dispatcher: PythonDispatcher,
+                                          registry: Registry) -> None:
+    seen: list[JobContext] = []
+    registry["ns.svc.op"] = seen.append
+    scheduled = datetime(2026, 5, 1, 12, tzinfo=UTC)
+    definition = service_job(parameters={"days": 30}, payload=["x"])
+    _, done = run(dispatcher, definition, execution_id=9, scheduled_at=scheduled, attempt=2,
+                  origin=Origin.REPLAY, fencing_token=5, occurrence_id="occ-1")
+    assert done.wait().status is ExecutionStatus.SUCCEEDED
+    ctx = seen[0]
+    assert (ctx.job_id, ctx.execution_id, ctx.occurrence_id, ctx.scheduled_at, ctx.attempt,
+            ctx.origin, ctx.fencing_token) == ("py-job", 9, "occ-1", scheduled, 2, "replay", 5)
+    assert ctx.parameters == {"days": 30}
+    assert ctx.payload == ["x"]
+    assert not ctx.is_cancelled()
+
+
+def test_async_handlers_with_and_without_context(dispatcher: PythonDispatcher,
+                                                 registry: Registry) -> None:
+    seen: list[object] = []
+
+    async def no_ctx() -> None:
+        seen.append("no ctx")
+
+    async def with_ctx(ctx: JobContext) -> None:
+        seen.append(ctx.job_id)
+
+    registry["ns.svc.a"] = no_ctx
+    registry["ns.svc.b"] = with_ctx
+    for op in ("ns.svc.a", "ns.svc.b"):
+        _, done = run(dispatcher, service_job(op))
+        assert done.wait().status is ExecutionStatus.SUCCEEDED
+    assert seen == ["no ctx", "py-job"]
+
+
+def test_exception_fails_with_type_and_message_and_logs_the_traceback(
+    dispatcher: PythonDispatcher, registry: Registry,
+) -> None:
+    def broken_handler() -> None:
+        raise ValueError("boom")
+
+    registry["ns.svc.op"] = broken_handler
+    sink, done = run(dispatcher, service_job())
+    assert done.wait() == Outcome(ExecutionStatus.FAILED, error="ValueError: boom")
+    (level, text), = sink.lines
+    assert level == logging.ERROR
+    assert "Traceback" in text and "broken_handler" in text and "ValueError: boom" in text
+    assert "_run_sync" not in text  # the dispatcher's own frame is left out
+
+
+def test_async_exception_fails(dispatcher: PythonDispatcher, registry: Registry) -> None:
+    async def broken_async(ctx: JobContext) -> None:
+        raise KeyError("k")
+
+    registry["ns.svc.op"] = broken_async
+    sink, done = run(dispatcher, service_job())
+    assert done.wait() == Outcome(ExecutionStatus.FAILED, error="KeyError: 'k'")
+    assert "broken_async" in sink.messages[0]
+
+
+def test_system_exit_in_a_handler_is_a_failure(dispatcher: PythonDispatcher,
+                                               registry: Registry) -> None:
+    def exits() -> None:
+        raise SystemExit(4)
+
+    registry["ns.svc.op"] = exits
+    _, done = run(dispatcher, service_job())
+    assert done.wait() == Outcome(ExecutionStatus.FAILED, error="SystemExit: 4")
+
+
+def test_cancel_is_seen_by_is_cancelled(dispatcher: PythonDispatcher,
+                                        registry: Registry) -> None:
+    started = threading.Event()
+
+    def cooperative(ctx: JobContext) -> None:
+        started.set()
+        deadline = time.monotonic() + 5
+        while not ctx.is_cancelled() and time.monotonic() < deadline:
+            time.sleep(0.005)
+
+    registry["ns.svc.op"] = cooperative
+    sink, done = RecordingSink(), OutcomeRecorder()
+    handle = dispatcher.start(request_for(service_job()), sink, done)
+    assert started.wait(5)
+    handle.cancel()
+    assert done.wait() == Outcome(ExecutionStatus.CANCELLED, error="cancelled")
+
+
+def test_async_cancel(dispatcher: PythonDispatcher, registry: Registry) -> None:
+    import asyncio
+
+    started = threading.Event()
+
+    async def cooperative(ctx: JobContext) -> None:
+        started.set()
+        while not ctx.is_cancelled():
+            await asyncio.sleep(0.005)
+
+    registry["ns.svc.op"] = cooperative
+    sink, done = RecordingSink(), OutcomeRecorder()
+    handle = dispatcher.start(request_for(service_job()), sink, done)
+    assert started.wait(5)
+    handle.cancel()
+    assert done.wait().status is ExecutionStatus.CANCELLED
+
+
+def test_abandon_reports_once_and_ignores_the_late_result(dispatcher: PythonDispatcher,
+                                                          registry: Registry) -> None:
+    release, finished = threading.Event(), threading.Event()
+
+    def stuck() -> None:
+        release.wait(5)
+        finished.set()
+
+    registry["ns.svc.op"] = stuck
+    sink, done = RecordingSink(), OutcomeRecorder()
+    handle = dispatcher.start(request_for(service_job(timeout=timedelta(seconds=2))), sink,
+                              done)
+    handle.abandon()
+    outcome = done.wait()
+    assert outcome.status is ExecutionStatus.ABANDONED
+    assert outcome.error == "timed out after 2s; the handler was left running"
+    handle.abandon()
+    release.set()
+    assert finished.wait(5)
+    time.sleep(0.05)  # give a (wrong) second on_done the chance to show up
+    assert len(done.outcomes) == 1
+
+
+def test_service_target_is_resolved_on_every_fire(dispatcher: PythonDispatcher,
+                                                  registry: Registry) -> None:
+    calls: list[str] = []
+    registry["ns.svc.op"] = lambda: calls.append("v1")
+    run(dispatcher, service_job())
+    registry["ns.svc.op"] = lambda: calls.append("v2")
+    run(dispatcher, service_job())
+    del registry["ns.svc.op"]
+    with pytest.raises(TargetUnresolved, match="no operation ns.svc.op"):
+        dispatcher.resolve(service_job())
+    _, done = run(dispatcher, service_job())  # start after resolution broke: failed, no raise
+    assert done.wait().status is ExecutionStatus.FAILED
+    assert calls == ["v1", "v2"]
+
+
+def test_python_target_resolution(dispatcher: PythonDispatcher,
+                                  make_module: Callable[..., str]) -> None:
+    name = make_module("VALUE = 1\ndef handler(ctx):\n    ctx.log.info('ran %s', VALUE)\n")
+    definition = JobDefinition(id="p", target=PythonTarget(name, "handler"), cron="* * * * *")
+    dispatcher.resolve(definition)
+    sink, done = run(dispatcher, definition)
+    assert done.wait().status is ExecutionStatus.SUCCEEDED
+    assert sink.lines == [(logging.INFO, "ran 1")]
+    for target, message in [
+        (PythonTarget(name, "missing"), "has no attribute missing"),
+        (PythonTarget(name, "VALUE"), "int object is not callable"),
+        (PythonTarget("cronctl_no_such_module_xyz", "f"), "cannot import"),
+    ]:
+        with pytest.raises(TargetUnresolved, match=message):
+            dispatcher.resolve(JobDefinition(id="p", target=target, cron="* * * * *"))
+
+
+def test_a_module_that_failed_is_imported_again(dispatcher: PythonDispatcher,
+                                                make_module: Callable[..., str],
+                                                tmp_path: Path) -> None:
+    name = make_module("raise RuntimeError('not yet')\n")
+    definition = JobDefinition(id="p", target=PythonTarget(name, "f"), cron="* * * * *")
+    with pytest.raises(TargetUnresolved, match="RuntimeError: not yet"):
+        dispatcher.resolve(definition)
+    (tmp_path / f"{name}.py").write_text("def f():\n    return None\n")
+    dispatcher.resolve(definition)
+    # A module that did not exist at the first fire is found once it does.
+    later = JobDefinition(id="q", target=PythonTarget(f"{name}_later", "f"), cron="* * * * *")
+    with pytest.raises(TargetUnresolved):
+        dispatcher.resolve(later)
+    make_module("def f():\n    return None\n", name=f"{name}_later")
+    dispatcher.resolve(later)
+
+
+def test_log_and_progress_reach_the_sink(dispatcher: PythonDispatcher,
+                                         registry: Registry) -> None:
+    def handler(ctx: JobContext) -> None:
+        ctx.log.debug("debug line")
+        ctx.log.warning("warn %d", 2)
+        ctx.progress(1, 10)
+        ctx.progress(5, 10, "half")
+        try:
+            raise OSError("disk")
+        except OSError:
+            ctx.log.exception("caught")
+
+    registry["ns.svc.op"] = handler
+    sink, done = run(dispatcher, service_job())
+    assert done.wait().status is ExecutionStatus.SUCCEEDED
+    assert sink.lines[:2] == [(logging.DEBUG, "debug line"), (logging.WARNING, "warn 2")]
+    assert sink.lines[2][0] == logging.ERROR and "OSError: disk" in sink.lines[2][1]
+    assert sink.progress_calls == [(1, 10, None), (5, 10, "half")]
+    # The per-execution logger is not registered anywhere: nothing leaks.
+    assert not any(name.startswith("cronctl.job.py-job")
+                   for name in logging.Logger.manager.loggerDict)
+
+
+def test_handler_with_too_many_arguments_fails(dispatcher: PythonDispatcher,
+                                               registry: Registry) -> None:
+    registry["ns.svc.op"] = lambda a, b: None
+    _, done = run(dispatcher, service_job())
+    outcome = done.wait()
+    assert outcome.status is ExecutionStatus.FAILED
+    assert "must take none or one" in (outcome.error or "")
+
+
+def test_sync_pool_is_bounded(registry: Registry) -> None:
+    dispatcher = PythonDispatcher(2, service_resolver=registry.__getitem__)
+    running, peak, lock = [0], [0], threading.Lock()
+    release = threading.Event()
+
+    def handler() -> None:
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        release.wait(5)
+        with lock:
+            running[0] -= 1
+
+    registry["ns.svc.op"] = handler
+    recorders = [OutcomeRecorder() for _ in range(5)]
+    for done in recorders:
+        dispatcher.start(request_for(service_job()), RecordingSink(), done)
+    time.sleep(0.1)
+    release.set()
+    for done in recorders:
+        assert done.wait().status is ExecutionStatus.SUCCEEDED
+    assert peak[0] == 2
+    dispatcher.shutdown(wait=True)
+
+
+def test_interceptors_see_dispatch_and_completion_and_cannot_break_a_job(
+    registry: Registry, caplog: pytest.LogCaptureFixture,
+) -> None:
+    events: list[tuple[str, object]] = []
+
+    class Recorder:
+        def on_dispatch(self, ctx: JobContext) -> None:
+            events.append(("dispatch", ctx.job_id))
+
+        def on_complete(self, ctx: JobContext, outcome: Outcome) -> None:
+            events.append(("complete", outcome.status))
+
+    class Broken:
+        def on_dispatch(self, ctx: JobContext) -> None:
+            raise RuntimeError("interceptor bug")
+
+        def on_complete(self, ctx: JobContext, outcome: Outcome) -> None:
+            raise RuntimeError("interceptor bug")
+
+    registry["ns.svc.op"] = lambda: None
+    dispatcher = PythonDispatcher(2, service_resolver=registry.__getitem__,
+                                  interceptors=Interceptors([Broken(), Recorder()]))
+    with caplog.at_level(logging.ERROR, logger="cronctl.dispatch"):
+        _, done = run(dispatcher, service_job())
+        assert done.wait().status is ExecutionStatus.SUCCEEDED
+    dispatcher.shutdown()
+    assert events == [("dispatch", "py-job"), ("complete", ExecutionStatus.SUCCEEDED)]
+    assert sum("interceptor bug" in r.getMessage() or "raised in on_" in r.getMessage()
+               for r in caplog.records) == 2
