@@ -53,9 +53,20 @@ def _globals(
 
 def _register_commands() -> None:
     # Each module adds its commands; the import list is the command list.
-    from cronctl.cli import cmd_db, cmd_init, cmd_list, cmd_next, cmd_systemd, cmd_validate
+    from cronctl.cli import (
+        cmd_cancel,
+        cmd_db,
+        cmd_history,
+        cmd_init,
+        cmd_list,
+        cmd_logs,
+        cmd_next,
+        cmd_systemd,
+        cmd_validate,
+    )
 
-    for module in (cmd_next, cmd_systemd, cmd_db, cmd_validate, cmd_list, cmd_init):
+    for module in (cmd_next, cmd_systemd, cmd_db, cmd_validate, cmd_list, cmd_init,
+                   cmd_history, cmd_logs, cmd_cancel):
         module.register(app)
 
 

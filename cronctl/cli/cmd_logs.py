@@ -1,0 +1,123 @@
+"""``cronctl logs EXECUTION_ID | --job JOB [-f] [-n N]``: an execution's job log.
+
+Lines are written by the scheduler every ``progress_flush_interval`` and when the
+execution ends, so ``-f`` shows them in batches; it stops once the execution is final
+and its last lines have been read.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from cronctl.cli.cmd_history import (
+    escape_for_terminal,
+    execution_json,
+    get_execution,
+    iso_z,
+    open_state,
+    require_job_defined,
+)
+from cronctl.cli.options import global_options
+from cronctl.errors import NotFoundError, UsageError
+
+if TYPE_CHECKING:
+    from cronctl.config import Config
+    from cronctl.store.base import ExecutionRecord, LogLine, Store
+
+FOLLOW_INTERVAL = 0.5
+
+
+def resolve_target(
+    config: Config, store: Store | None, execution_id: int | None, job: str | None
+) -> ExecutionRecord:
+    """The execution named by ``EXECUTION_ID`` or ``--job JOB`` (its newest execution)."""
+    if (execution_id is None) == (job is None):
+        raise UsageError("give either an EXECUTION_ID or --job JOB")
+    if execution_id is not None:
+        return get_execution(store, execution_id)
+    assert job is not None
+    newest = store.list_executions(job_id=job, limit=1) if store is not None else []
+    if not newest:
+        require_job_defined(config, job)
+        raise NotFoundError(f"job {job!r} has no executions yet")
+    return newest[0]
+
+
+def line_json(line: LogLine) -> dict[str, Any]:
+    return {"seq": line.seq, "at": iso_z(line.at), "level": line.level, "message": line.message}
+
+
+def format_line(line: LogLine) -> str:
+    return f"{iso_z(line.at)} {line.level:<7} {escape_for_terminal(line.message)}"
+
+
+def logs(
+    ctx: typer.Context,
+    execution_id: Annotated[int | None, typer.Argument(
+        help="The execution (see 'cronctl history').")] = None,
+    job: Annotated[str | None, typer.Option(
+        "--job", help="The newest execution of this job.")] = None,
+    follow: Annotated[bool, typer.Option(
+        "--follow", "-f", help="Keep printing new lines until the execution ends.")] = False,
+    lines: Annotated[int | None, typer.Option(
+        "--lines", "-n", min=0, help="Only the last N lines (then follow, with -f).")] = None,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="Print one JSON document (with -f: once the execution ended).")] = False,
+) -> None:
+    """Show an execution's job log lines."""
+    options = global_options(ctx)
+    config, store = open_state(options)
+    try:
+        record = resolve_target(config, store, execution_id, job)
+        assert store is not None  # an execution was found, so there is a store
+        shown = store.read_logs(record.id)
+        if lines is not None:
+            shown = shown[-lines:] if lines else []
+        last_seq = shown[-1].seq if shown else _last_seq(store, record.id)
+        collected = list(shown)
+        if not as_json:
+            for line in shown:
+                typer.echo(format_line(line))
+        if follow:
+            record = _follow(store, record, last_seq, collected, echo=not as_json)
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+    finally:
+        if store is not None:
+            store.close()
+    if as_json:
+        typer.echo(json.dumps({"execution": execution_json(record),
+                               "lines": [line_json(x) for x in collected]}, indent=2))
+
+
+def _last_seq(store: Store, execution_id: int) -> int:
+    existing = store.read_logs(execution_id)
+    return existing[-1].seq if existing else 0
+
+
+def _follow(store: Store, record: ExecutionRecord, last_seq: int, collected: list[LogLine],
+            *, echo: bool) -> ExecutionRecord:
+    """Poll for new lines until the execution is final; one more read after that catches
+    lines drained just after it ended."""
+    final_reads = 0
+    while True:
+        current = store.get_execution(record.id) or record
+        for line in store.read_logs(record.id, after_seq=last_seq):
+            last_seq = line.seq
+            collected.append(line)
+            if echo:
+                typer.echo(format_line(line))
+        if current.status.is_final:
+            # The scheduler may drain the last lines just after the status changed.
+            final_reads += 1
+            if final_reads > 1:
+                return current
+        time.sleep(FOLLOW_INTERVAL)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("logs")(logs)
