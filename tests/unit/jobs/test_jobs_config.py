@@ -1,0 +1,154 @@
+"""cronctl.toml: discovery order, [scheduler] keys, database resolution, redaction."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from cronctl.cli.options import GlobalOptions
+from cronctl.config import find_config_file, load_config, read_config, redact_url
+from cronctl.errors import ConfigError
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ("CRONCTL_CONFIG", "CRONCTL_DATABASE_URL", "STATE_DIRECTORY"):
+        monkeypatch.delenv(name, raising=False)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+
+
+def test_no_file_means_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("cronctl.config.SYSTEM_CONFIG", Path("/nonexistent/cronctl.toml"))
+    config = load_config(GlobalOptions())
+    cwd = Path.cwd()
+    assert config.path is None
+    assert config.jobs_dir == cwd / "jobs.d"
+    assert config.database == f"sqlite:///{cwd / 'cronctl.db'}"
+    assert config.node_id
+    assert (config.tracked, config.max_concurrent_jobs, config.auto_migrate) == (True, 10, True)
+    assert config.progress_flush_interval == timedelta(seconds=10)
+    assert config.shutdown_timeout == timedelta(seconds=30)
+    assert config.heartbeat_interval == timedelta(seconds=5)
+    assert config.clock_skew_limit == timedelta(minutes=5)
+
+
+def test_state_directory_under_systemd(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr("cronctl.config.SYSTEM_CONFIG", Path("/nonexistent/cronctl.toml"))
+    monkeypatch.setenv("STATE_DIRECTORY", f"{tmp_path}/state:{tmp_path}/other")
+    assert load_config(GlobalOptions()).database == f"sqlite:///{tmp_path}/state/cronctl.db"
+
+
+def test_lookup_order(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    system = tmp_path / "etc.toml"
+    system.write_text("")
+    monkeypatch.setattr("cronctl.config.SYSTEM_CONFIG", system)
+    assert find_config_file(None) == system
+    Path("cronctl.toml").write_text("")
+    assert find_config_file(None) == Path.cwd() / "cronctl.toml"
+    env = tmp_path / "env.toml"
+    env.write_text("")
+    monkeypatch.setenv("CRONCTL_CONFIG", str(env))
+    assert find_config_file(None) == env
+    explicit = tmp_path / "explicit.toml"
+    explicit.write_text("")
+    assert find_config_file(explicit) == explicit
+
+
+@pytest.mark.parametrize("how", ["option", "env"])
+def test_named_file_must_exist(monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    if how == "env":
+        monkeypatch.setenv("CRONCTL_CONFIG", "missing.toml")
+    options = GlobalOptions(config=Path("missing.toml") if how == "option" else None)
+    with pytest.raises(ConfigError, match="missing.toml.*does not exist"):
+        load_config(options)
+
+
+def test_all_keys_relative_paths_and_durations(tmp_path: Path) -> None:
+    conf = tmp_path / "etc" / "cronctl.toml"
+    conf.parent.mkdir()
+    conf.write_text("""
+[scheduler]
+database = "state/cron.db"
+jobs_dir = "my-jobs"
+node_id = "node-7"
+tracked = false
+max_concurrent_jobs = 3
+progress_flush_interval = 2
+shutdown_timeout = "1m30s"
+heartbeat_interval = "2s"
+clock_skew_limit = "10m"
+auto_migrate = false
+""")
+    config = load_config(GlobalOptions(config=conf))
+    assert config.path == conf
+    assert config.database == f"sqlite:///{conf.parent / 'state' / 'cron.db'}"
+    assert config.jobs_dir == conf.parent / "my-jobs"
+    assert (config.node_id, config.tracked, config.max_concurrent_jobs) == ("node-7", False, 3)
+    assert config.progress_flush_interval == timedelta(seconds=2)
+    assert config.shutdown_timeout == timedelta(seconds=90)
+    assert config.clock_skew_limit == timedelta(minutes=10)
+    assert config.auto_migrate is False
+
+
+def test_database_precedence(monkeypatch: pytest.MonkeyPatch) -> None:
+    Path("cronctl.toml").write_text('[scheduler]\ndatabase = "postgresql+psycopg://a@h/db"\n')
+    assert load_config(GlobalOptions()).database == "postgresql+psycopg://a@h/db"
+    monkeypatch.setenv("CRONCTL_DATABASE_URL", "sqlite:////tmp/env.db")
+    assert load_config(GlobalOptions()).database == "sqlite:////tmp/env.db"
+    config = load_config(GlobalOptions(database="NONE"))
+    assert config.database == "none" and config.in_memory
+    assert load_config(GlobalOptions(database="rel.db")).database == (
+        f"sqlite:///{Path.cwd() / 'rel.db'}")
+
+
+def test_jobs_dir_option_wins() -> None:
+    Path("cronctl.toml").write_text('[scheduler]\njobs_dir = "a"\n')
+    assert load_config(GlobalOptions(jobs_dir=Path("b"))).jobs_dir == Path.cwd() / "b"
+
+
+def test_every_problem_of_the_file_is_reported() -> None:
+    Path("cronctl.toml").write_text("""[scheduler]
+databse = "x.db"
+max_concurrent_jobs = 0
+shutdown_timeout = "soon"
+tracked = "yes"
+
+[schedular]
+""")
+    result = read_config(GlobalOptions())
+    found = {(v.key, v.source.rsplit(":", 1)[-1]): v.message for v in result.violations}
+    assert found.keys() == {("scheduler.databse", "2"), ("scheduler.max_concurrent_jobs", "3"),
+                            ("scheduler.shutdown_timeout", "4"), ("scheduler.tracked", "5"),
+                            ("schedular", "cronctl.toml")}
+    assert "did you mean 'database'" in found[("scheduler.databse", "2")]
+    assert "did you mean 'scheduler'" in found[("schedular", "cronctl.toml")]
+    with pytest.raises(ConfigError, match="databse"):
+        load_config(GlobalOptions())
+
+
+def test_malformed_config_names_the_line() -> None:
+    Path("cronctl.toml").write_text("[scheduler]\ntracked = \n")
+    (violation,) = read_config(GlobalOptions()).violations
+    assert violation.source == "cronctl.toml:2"
+    assert violation.message.startswith("malformed TOML")
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql+psycopg://user:s3cret@db.example.com:5432/cron",
+         "postgresql+psycopg://user:***@db.example.com:5432/cron"),
+        ("postgresql://user:p@ss/w@host/db", "postgresql://user:***@host/db"),
+        ("postgresql://user@host/db", "postgresql://user@host/db"),
+        ("postgresql://host/db?user=u&password=pw&x=1",
+         "postgresql://host/db?user=u&password=***&x=1"),
+        ("sqlite:////var/lib/cronctl/cronctl.db", "sqlite:////var/lib/cronctl/cronctl.db"),
+        ("none", "none"),
+    ],
+)
+def test_redact_url(url: str, shown: str) -> None:
+    assert redact_url(url) == shown

@@ -1,0 +1,274 @@
+"""One test per validation rule: a job table in, exactly the expected violation out."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from jobs_helpers import Load, WriteJob
+
+OK = 'cron = "0 * * * * *"\ncommand = ["true"]\n'
+
+# (test id, job table body, key of the violation, text the message must contain)
+RULES = [
+    ("unknown-key", OK + 'corn = "x"\n', "corn", "did you mean 'cron'"),
+    ("unknown-key-no-match", OK + 'zzz = 1\n', "zzz", "unknown key"),
+    ("bad-cron-range", 'cron = "61 * * * * *"\ncommand = ["true"]\n', "cron",
+     "second field: 61 is out of range 0-59"),
+    ("bad-cron-fields", 'cron = "* * *"\ncommand = ["true"]\n', "cron", ""),
+    ("cron-days-never-exist", 'cron = "0 0 0 30 2 *"\ncommand = ["true"]\n', "cron",
+     "never"),
+    ("cron-never-within-4-years", 'cron = "0 0 0 * 2 FRI#5"\ncommand = ["true"]\n', "cron",
+     "never fires"),
+    ("cron-not-a-string", 'cron = 5\ncommand = ["true"]\n', "cron", "must be a string"),
+    ("cron-blank", 'cron = " "\ncommand = ["true"]\n', "cron", "blank"),
+    ("both-cron-and-every", OK + 'every = "5m"\n', "every", "either 'cron' or 'every'"),
+    ("neither-cron-nor-every", 'command = ["true"]\n', "cron", "no schedule"),
+    ("every-too-short", 'every = "500ms"\ncommand = ["true"]\n', "every", "minimum 1s"),
+    ("every-bad", 'every = "fortnight"\ncommand = ["true"]\n', "every", "not a duration"),
+    ("anchor-with-cron", OK + 'anchor = 2024-01-01T00:00:00Z\n', "anchor",
+     "only applies to 'every'"),
+    ("anchor-bad", 'every = "1m"\nanchor = "yesterday"\ncommand = ["true"]\n', "anchor",
+     "ISO 8601"),
+    ("unknown-zone", OK + 'timezone = "Europe/Berln"\n', "timezone",
+     "did you mean 'Europe/Berlin'"),
+    ("zone-not-string", OK + "timezone = 3\n", "timezone", "must be a string"),
+    ("bad-mode", OK + 'mode = "singel_instance"\n', "mode", "did you mean 'single_instance'"),
+    ("bad-overlap", OK + 'overlap_policy = "queue"\n', "overlap_policy", "not one of"),
+    ("bad-misfire", OK + 'misfire_policy = "fire-later"\n', "misfire_policy", "not one of"),
+    ("bad-dst-gap", OK + 'dst_gap = "jump"\n', "dst_gap", "not one of"),
+    ("bad-dst-fold", OK + 'dst_fold = "third"\n', "dst_fold", "not one of"),
+    ("both-target-and-command", OK + 'target = "python:os:getcwd"\n', "command",
+     "either 'target' or 'command'"),
+    ("neither-target-nor-command", 'cron = "0 * * * * *"\n', "target", "nothing to run"),
+    ("target-bad-scheme", 'cron = "0 * * * * *"\ntarget = "http://x"\n', "target",
+     "must start with 'service:' or 'python:'"),
+    ("target-python-malformed", 'cron = "0 * * * * *"\ntarget = "python:os"\n', "target",
+     "python:<module>:<function>"),
+    ("target-service-malformed", 'cron = "0 * * * * *"\ntarget = "service:x"\n', "target",
+     "service:<namespace>.<service>.<operation>"),
+    ("service-not-registered", 'cron = "0 * * * * *"\ntarget = "service:a.b.c"\n', "target",
+     "no registered service operation 'a.b.c'"),
+    ("python-not-importable",
+     'cron = "0 * * * * *"\ntarget = "python:no_such_module_xyz:run"\n', "target",
+     "cannot import module 'no_such_module_xyz': ModuleNotFoundError"),
+    ("python-no-attribute", 'cron = "0 * * * * *"\ntarget = "python:os.path:jion"\n',
+     "target", "did you mean 'join'"),
+    ("python-not-callable", 'cron = "0 * * * * *"\ntarget = "python:math:pi"\n', "target",
+     "not a callable"),
+    ("command-empty", 'cron = "0 * * * * *"\ncommand = []\n', "command", "empty"),
+    ("command-not-strings", 'cron = "0 * * * * *"\ncommand = ["ls", 1]\n', "command",
+     "must be a string"),
+    ("command-unbalanced-quote", 'cron = "0 * * * * *"\ncommand = "echo \'hi"\n', "command",
+     "cannot split"),
+    ("shell-with-array", OK + "shell = true\n", "command", "one string"),
+    ("shell-without-command", 'cron = "0 * * * * *"\ntarget = "python:os:getcwd"\n'
+     "shell = true\n", "shell", "only applies to command jobs"),
+    ("env-not-strings", OK + "env = { A = 1 }\n", "env", "quote it"),
+    ("parameters-not-table", OK + "parameters = 3\n", "parameters", "must be a table"),
+    ("enabled-not-bool", OK + 'enabled = "yes"\n', "enabled", "true or false"),
+    ("tracked-not-bool", OK + "tracked = 1\n", "tracked", "true or false"),
+    ("serial-group-blank", OK + 'serial_group = ""\n', "serial_group", "blank"),
+    ("bad-duration", OK + 'timeout = "5 parsecs"\n', "timeout", "not a duration"),
+    ("timeout-zero", OK + 'timeout = "0s"\n', "timeout", "zero"),
+    ("jitter-negative-string", OK + 'jitter = "-1s"\n', "jitter", "not a duration"),
+    ("jitter-negative-number", OK + "jitter = -5\n", "jitter", "negative"),
+    ("kill-timeout-negative", OK + "kill_timeout = -1\n", "kill_timeout", "negative"),
+    ("retry-backoff-bool", OK + "retry_backoff = true\n", "retry_backoff", "not a duration"),
+    ("max-attempts-zero", OK + "max_attempts = 0\n", "max_attempts", ">= 1"),
+    ("max-attempts-float", OK + "max_attempts = 2.5\n", "max_attempts", "whole number"),
+    ("catchup-limit-zero", OK + "catchup_limit = 0\n", "catchup_limit", ">= 1"),
+    ("single-instance-overlap-allow", OK + 'mode = "single_instance"\n'
+     'overlap_policy = "allow"\n', "overlap_policy", "need overlap_policy \"skip\""),
+    ("queue-one-with-single-instance", OK + 'mode = "single-instance"\n'
+     'overlap_policy = "QUEUE_ONE"\n', "overlap_policy", "queue_one works only with"),
+]
+
+
+@pytest.mark.parametrize(("body", "key", "text"), [r[1:] for r in RULES],
+                         ids=[r[0] for r in RULES])
+def test_rule(write: WriteJob, load: Load, body: str, key: str, text: str) -> None:
+    path = write("a.toml", "[jobs.job1]\n" + body)
+    result = load()
+    assert result.jobs == ()
+    assert len(result.violations) == 1, result.violations
+    violation = result.violations[0]
+    assert violation.job == "job1"
+    assert violation.key == key
+    assert text in violation.message
+    assert violation.source.startswith(str(path) if os.path.isabs(violation.source)
+                                       else "")
+    assert ":" in violation.source  # path:line
+    assert "\n" not in violation.message
+
+
+def test_single_instance_needs_a_database(write: WriteJob, load: Load) -> None:
+    write("a.toml", '[jobs.x]\n' + OK + 'mode = "single_instance"\n')
+    assert load().ok
+    result = load(database="none")
+    assert [(v.key, "needs a database" in v.message) for v in result.violations] == [
+        ("mode", True)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("table", "text"),
+    [
+        ('[jobs.""]', "missing or blank id"),
+        ('[jobs."a b"]', "may only hold letters"),
+        ('[jobs."caf\u00e9"]', "may only hold letters"),
+        (f'[jobs.{"x" * 201}]', "at most 200"),
+    ],
+    ids=["blank", "space", "non-ascii", "too-long"],
+)
+def test_bad_ids(write: WriteJob, load: Load, table: str, text: str) -> None:
+    write("a.toml", table + "\n" + OK)
+    (violation,) = load().violations
+    assert text in violation.message
+    assert violation.source.endswith(":1")
+
+
+def test_id_of_200_chars_is_fine(write: WriteJob, load: Load) -> None:
+    write("a.toml", f"[jobs.{'x' * 200}]\n" + OK)
+    assert load().ok
+
+
+# --- file-level problems --------------------------------------------------------------
+
+
+def test_malformed_toml_names_the_line(write: WriteJob, load: Load) -> None:
+    write("a.toml", '[jobs.x]\ncron = "0 * * * * *"\ncommand = [\n"true"\nbroken =\n')
+    (violation,) = load().violations
+    assert violation.message.startswith("malformed TOML")
+    assert violation.source.endswith("a.toml:5")
+
+
+def test_non_utf8_file(jobs_dir: Path, load: Load) -> None:
+    (jobs_dir / "a.toml").write_bytes(b'[jobs.x]\ndescription = "caf\xe9"\n')
+    (violation,) = load().violations
+    assert "UTF-8" in violation.message
+    assert violation.source.endswith("a.toml:2")
+
+
+def test_unknown_top_level_key(write: WriteJob, load: Load) -> None:
+    write("a.toml", 'job = 1\n[jobs.x]\n' + OK)
+    (violation,) = load().violations
+    assert (violation.key, violation.source.rsplit(":", 1)[1]) == ("job", "1")
+
+
+def test_jobs_must_be_a_table(write: WriteJob, load: Load) -> None:
+    write("a.toml", 'jobs = 3\n')
+    (violation,) = load().violations
+    assert violation.key == "jobs" and "table" in violation.message
+
+
+def test_job_must_be_a_table(write: WriteJob, load: Load) -> None:
+    write("a.toml", '[jobs]\nx = 3\n')
+    (violation,) = load().violations
+    assert violation.job == "x" and violation.source.endswith(":2")
+
+
+def test_array_of_tables_is_not_jobs(write: WriteJob, load: Load) -> None:
+    write("a.toml", '[[jobs]]\ncron = "0 * * * * *"\n')
+    (violation,) = load().violations
+    assert violation.key == "jobs"
+
+
+def test_empty_file_is_fine(write: WriteJob, load: Load) -> None:
+    write("empty.toml", "")
+    write("comments.toml", "# nothing yet\n")
+    result = load()
+    assert result.ok and result.jobs == () and result.warnings == ()
+
+
+def test_missing_jobs_dir(tmp_path: Path, load: Load, jobs_dir: Path) -> None:
+    jobs_dir.rmdir()
+    (violation,) = load().violations
+    assert "does not exist" in violation.message
+
+
+def test_jobs_dir_is_a_file(tmp_path: Path, load: Load, jobs_dir: Path) -> None:
+    jobs_dir.rmdir()
+    jobs_dir.write_text("")
+    (violation,) = load().violations
+    assert "not a directory" in violation.message
+
+
+def test_symlink_loop_and_dangling_link(write: WriteJob, jobs_dir: Path, load: Load) -> None:
+    write("good.toml", "[jobs.good]\n" + OK)
+    (jobs_dir / "loop.toml").symlink_to(jobs_dir / "loop.toml")
+    (jobs_dir / "gone.toml").symlink_to(jobs_dir / "missing-target.toml")
+    (jobs_dir / "dir.toml").mkdir()
+    result = load()
+    by_file = {Path(v.source).name: v.message for v in result.violations}
+    assert set(by_file) == {"loop.toml", "gone.toml", "dir.toml"}
+    assert "cannot read" in by_file["loop.toml"]
+    assert "cannot read" in by_file["gone.toml"]
+
+
+def test_other_files_are_ignored(write: WriteJob, load: Load) -> None:
+    write("README.md", "not toml")
+    write("a.toml.bak", "garbage [")
+    write("a.toml", "[jobs.a]\n" + OK)
+    assert [j.id for j in load().jobs] == ["a"]
+
+
+def test_duplicate_ids_across_files(write: WriteJob, load: Load) -> None:
+    first = write("a.toml", "[jobs.same]\n" + OK)
+    write("b.toml", "# comment\n\n[jobs.same]\n" + OK)
+    (violation,) = load().violations
+    assert violation.job == "same"
+    assert violation.source.endswith("b.toml:3")
+    assert f"{first}:1" in violation.message or "a.toml:1" in violation.message
+
+
+def test_disabled_job_is_validated_but_its_target_not_imported(
+    write: WriteJob, load: Load
+) -> None:
+    write("a.toml", '[jobs.off]\ncron = "0 * * * * *"\ntarget = "python:no_such_mod_q:f"\n'
+                    "enabled = false\n")
+    result = load()
+    assert result.ok
+    assert [(j.id, j.enabled) for j in result.jobs] == [("off", False)]
+    assert result.enabled_jobs == ()
+    write("a.toml", '[jobs.off]\ncron = "0 61 * * * *"\ncommand = ["x"]\nenabled = false\n')
+    assert not load().ok
+
+
+# --- warnings -----------------------------------------------------------------------
+
+
+def test_warning_both_day_fields_restricted(write: WriteJob, load: Load) -> None:
+    write("a.toml", '[jobs.w]\ncron = "0 0 0 */2 * 1"\ncommand = ["true"]\n')
+    result = load()
+    assert result.ok and len(result.jobs) == 1
+    (warning,) = result.warnings
+    assert warning.key == "cron"
+    assert "day-of-month OR day-of-week" in warning.message
+    assert warning.source.endswith("a.toml:2")
+
+
+def test_no_warning_when_one_day_field_is_a_full_set(write: WriteJob, load: Load) -> None:
+    write("a.toml", '[jobs.w]\ncron = "0 0 0 */1 * 1"\ncommand = ["true"]\n')
+    assert load().warnings == ()
+
+
+def test_warning_fires_closer_than_timeout(write: WriteJob, load: Load) -> None:
+    write("a.toml", '[jobs.w]\ncron = "0 */5 * * * *"\ncommand = ["true"]\ntimeout = "10m"\n'
+                    '[jobs.i]\nevery = "1m"\ncommand = ["true"]\ntimeout = "2m"\n'
+                    '[jobs.fine]\nevery = "1h"\ncommand = ["true"]\ntimeout = "2m"\n')
+    result = load()
+    assert result.ok
+    assert sorted((w.job, w.key) for w in result.warnings) == [("i", "timeout"),
+                                                               ("w", "timeout")]
+    assert sorted(w.source.rsplit(":", 1)[1] for w in result.warnings) == ["4", "8"]
+
+
+def test_warning_fire_all_per_second(write: WriteJob, load: Load) -> None:
+    write("a.toml", '[jobs.w]\ncron = "*/10 * * * * *"\ncommand = ["true"]\n'
+                    'misfire_policy = "fire_all"\n'
+                    '[jobs.m]\ncron = "0 * * * * *"\ncommand = ["true"]\n'
+                    'misfire_policy = "fire_all"\n')
+    result = load()
+    assert [(w.job, w.key) for w in result.warnings] == [("w", "misfire_policy")]
