@@ -1,0 +1,78 @@
+"""The built wheel carries its migrations (``cronctl/_migrations``) and ``cronctl db``
+works from an installed copy, outside the source checkout.
+
+The wheel is installed without dependencies into a fresh virtualenv that sees the
+development environment's site-packages through a ``.pth`` line (appended after the
+venv's own site-packages, so the wheel's ``cronctl`` wins over the checkout). That keeps
+the test offline apart from the build backend, and fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+import venv
+from pathlib import Path
+
+import pytest
+
+from cronctl.store.schema import HEAD
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(args: list[str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRONCTL_")}
+    env.pop("PYTHONPATH", None)
+    done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, f"{args}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    return done
+
+
+@pytest.mark.slow
+def test_installed_wheel_runs_db_upgrade_and_current(tmp_path: Path) -> None:
+    dist = tmp_path / "dist"
+    _run([sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(ROOT)], tmp_path)
+    (wheel,) = dist.glob("cronctl-*.whl")
+
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=False)
+    python = env_dir / "bin" / "python"
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "-q",
+            "--no-deps",
+            str(wheel),
+        ],
+        tmp_path,
+    )
+    site = Path(
+        _run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], tmp_path
+        ).stdout.strip()
+    )
+    (site / "zz_dev_dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")
+
+    where = _run(
+        [str(python), "-c", "import cronctl.store.migrate as m; print(m.migrations_dir())"],
+        tmp_path,
+    ).stdout.strip()
+    assert Path(where) == site / "cronctl" / "_migrations"
+    assert (Path(where) / "versions" / "0001_initial.py").is_file()
+
+    cronctl = str(env_dir / "bin" / "cronctl")
+    url = f"sqlite:///{tmp_path / 'x.db'}"
+    up = _run([cronctl, "--database", url, "db", "upgrade"], tmp_path)
+    assert f"to {HEAD}" in up.stdout
+    current = _run([cronctl, "--database", url, "db", "current", "--json"], tmp_path)
+    doc = json.loads(current.stdout)
+    assert (doc["current"], doc["head"], doc["up_to_date"]) == (HEAD, HEAD, True)
