@@ -59,10 +59,11 @@ def must_insert(store: Store, *args: object, **kwargs: object) -> int:
     return new_id
 
 
-def race(factory: StoreFactory, n: int, fn: Callable[[Store, int], R]) -> list[R]:
+def race(factory: StoreFactory | list[Store], n: int, fn: Callable[[Store, int], R]) -> list[R]:
     """Run ``fn(store_i, i)`` in ``n`` threads, each with its own Store (own engine and
-    connections), released together by a barrier."""
-    stores = [factory() for _ in range(n)]
+    connections; pass a list to reuse stores across rounds), released together by a
+    barrier."""
+    stores = factory[:n] if isinstance(factory, list) else [factory() for _ in range(n)]
     barrier = threading.Barrier(n)
     results: list[R | None] = [None] * n
     errors: list[BaseException] = []
@@ -140,9 +141,10 @@ def test_insert_if_absent_single_and_every_instance(store: Store) -> None:
 
 
 def test_racing_inserts_exactly_one_wins(store_factory: StoreFactory) -> None:
+    stores = [store_factory() for _ in range(4)]
     for round_ in range(10):
         at = T0 + timedelta(minutes=round_)
-        results = race(store_factory, 4, lambda s, i, at=at: insert(s, at=at, node=f"n{i}"))
+        results = race(stores, 4, lambda s, i, at=at: insert(s, at=at, node=f"n{i}"))
         winners = [r for r in results if r is not None]
         assert len(winners) == 1, results
     assert len(store_factory().list_executions(limit=None)) == 10
@@ -150,14 +152,13 @@ def test_racing_inserts_exactly_one_wins(store_factory: StoreFactory) -> None:
 
 def test_racing_transitions_exactly_one_wins(store_factory: StoreFactory) -> None:
     store = store_factory()
+    stores = [store_factory() for _ in range(4)]
     for round_ in range(10):
         eid = must_insert(store, at=T0 + timedelta(minutes=round_))
-        results = race(
-            store_factory, 4, lambda s, i, eid=eid: s.transition(eid, S.PENDING, S.RUNNING)
-        )
+        results = race(stores, 4, lambda s, i, eid=eid: s.transition(eid, S.PENDING, S.RUNNING))
         assert sorted(results) == [False, False, False, True]
         done = race(
-            store_factory,
+            stores,
             2,
             lambda s, i, eid=eid: s.transition(
                 eid, S.RUNNING, (S.SUCCEEDED, S.ABANDONED)[i], finished_at=T0
