@@ -1,0 +1,382 @@
+"""Carrying out the core's actions: the durable fire path, dispatch, final statuses.
+
+Runs on the scheduler thread. For a tracked fire, in order: (single_instance) cluster-wide
+overlap check and a fencing token; (serial group) the group's cluster-wide check; insert
+the ``pending`` row (for single_instance this insert IS the election: a loser skips
+silently); mark it ``running``; dispatch; only then queue the cursor write. Final
+statuses, log drains and cursor batches go to the I/O thread so a slow store delays
+no fire. Whatever throws on the way releases the fire's guards in the core.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from cronctl.core import (
+    Abandon,
+    Action,
+    AdvanceCursor,
+    CloseInterrupted,
+    DeadLetter,
+    Decision,
+    Enqueue,
+    ExecKey,
+    Finish,
+    Fire,
+    Missed,
+    Retry,
+    SchedulerCore,
+    Skip,
+    SkipReason,
+)
+from cronctl.dispatch.base import Dispatcher, DispatchRequest, ExecutionHandle, Outcome
+from cronctl.dispatch.logbuffer import LogFlusher, ProcessLogSink
+from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode, Origin
+from cronctl.runtime.io import IoWorker
+from cronctl.runtime.logsetup import ids
+from cronctl.store.base import Store
+
+log = logging.getLogger("cronctl.runtime")
+_SCHEDULED = (Origin.CRON, Origin.MISFIRE)
+_LIVE = (ExecutionStatus.PENDING, ExecutionStatus.RUNNING)
+REMOTE_RETRY = timedelta(seconds=1)  # how soon a fire blocked by another node tries again
+
+
+def is_tracked(job: JobDefinition) -> bool:
+    """single_instance needs its row: the insert is the cluster election."""
+    return job.tracked or job.mode is Mode.SINGLE_INSTANCE
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+@dataclass(slots=True)
+class Run:
+    fire: Fire
+    job: JobDefinition
+    execution_id: int | None
+    handle: ExecutionHandle | None = None
+    cancel_sent: bool = False
+
+
+class CursorBatch:
+    """Cursor writes, coalesced per job (the newest instant wins) and written by the I/O
+    thread. Deferring them is safe: the execution row, not the cursor, dedups a fire."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: dict[str, datetime] = {}
+
+    def add(self, job_id: str, planned: datetime) -> None:
+        with self._lock:
+            old = self._pending.get(job_id)
+            if old is None or planned > old:
+                self._pending[job_id] = planned
+
+    def flush(self, store: Store) -> None:
+        with self._lock:
+            batch, self._pending = self._pending, {}
+        try:
+            for job_id, planned in list(batch.items()):
+                store.advance_cursor(job_id, planned)
+                del batch[job_id]
+        finally:
+            for job_id, planned in batch.items():  # not written: keep for the next flush
+                self.add(job_id, planned)
+
+
+class Firing:
+    def __init__(
+        self, *, core: SchedulerCore, store: Store, dispatcher: Dispatcher,
+        flusher: LogFlusher, io: IoWorker, node_id: str, clock: Callable[[], datetime],
+        post: Callable[[tuple[object, ...]], None],
+    ) -> None:
+        self.core = core
+        self.store = store
+        self.dispatcher = dispatcher
+        self.flusher = flusher
+        self.io = io
+        self.node_id = node_id
+        self.clock = clock
+        self.post = post
+        self.running: dict[ExecKey, Run] = {}
+        self.cursors = CursorBatch()
+        self.unresolved: set[str] = set()
+        self.lost_recoveries: set[int] = set()
+        self.triggers: dict[str, int] = {}  # occurrence id -> trigger request id
+        self.lateness: collections.deque[float] = collections.deque(maxlen=200_000)
+        self.fired = 0
+        self.skipped = 0
+        self._store_down = False
+        self.group_index: dict[str, list[str]] = {}  # serial group -> job ids (set on load)
+
+    # --- the action loop -------------------------------------------------------------------
+
+    def execute(self, decision: Decision) -> None:
+        work: collections.deque[Action] = collections.deque(decision.actions)
+        while work:
+            action = work.popleft()
+            try:
+                follow = self._do(action)
+            except Exception:  # a bug here must not stop the scheduler thread
+                log.exception("internal error while handling %s", type(action).__name__)
+                follow = self._contain(action)
+            if follow is not None:
+                work.extend(follow.actions)
+
+    def _do(self, a: Action) -> Decision | None:
+        if isinstance(a, Fire):
+            return self._fire(a)
+        if isinstance(a, Finish):
+            self._final(a.key, a.status, a.error)
+        elif isinstance(a, DeadLetter):
+            self._final(a.key, ExecutionStatus.DEAD_LETTER, a.error)
+        elif isinstance(a, Abandon):
+            self._abandon(a)
+        elif isinstance(a, Skip):
+            self._skip(a)
+        elif isinstance(a, AdvanceCursor):
+            self._cursor(a.job_id, a.planned)
+        elif isinstance(a, Missed):
+            self._missed(a)
+        elif isinstance(a, Retry):
+            log.info("retry scheduled job=%s attempt=%d at=%s", a.job_id, a.attempt,
+                     a.due.isoformat(), extra=ids(a.job_id))
+        elif isinstance(a, Enqueue):
+            log.debug("waiting job=%s planned=%s for=%s", a.job_id, a.planned.isoformat(),
+                      a.reason.value, extra=ids(a.job_id))
+        elif isinstance(a, CloseInterrupted):
+            self._close_interrupted(a)
+        return None
+
+    def _contain(self, action: Action) -> Decision | None:
+        """After an unexpected error: give back whatever the action held."""
+        if isinstance(action, Fire) and action.key not in self.running:
+            return self.core.release(action.key, self.clock())
+        return None
+
+    # --- firing ----------------------------------------------------------------------------
+
+    def _fire(self, a: Fire) -> Decision | None:
+        job = self.core.job(a.job_id)
+        now = self.clock()
+        if job is None:
+            return self._release(a, now, "job no longer defined")
+        if a.recovered_from is not None and a.recovered_from in self.lost_recoveries:
+            return self._release(a, now, "recovered by another node")
+        try:
+            self.dispatcher.resolve(job)
+        except Exception as exc:
+            first = job.id not in self.unresolved
+            self.unresolved.add(job.id)
+            log.log(logging.ERROR if first else logging.DEBUG,
+                    "skipped job=%s target=%s: target cannot be resolved: %s%s", job.id,
+                    job.target, first_line(exc),
+                    " (repeats are logged at DEBUG until it resolves)" if first else "",
+                    extra=ids(job.id))
+            return self._release(a, now, f"target cannot be resolved: {first_line(exc)}")
+        if job.id in self.unresolved:
+            self.unresolved.discard(job.id)
+            log.info("target resolves again job=%s target=%s", job.id, job.target,
+                     extra=ids(job.id))
+        execution_id: int | None = None
+        token: int | None = None
+        if is_tracked(job):
+            try:
+                blocked = self._cluster_guard(job, a, now)
+                if blocked is not None:
+                    return blocked
+                if job.mode is Mode.SINGLE_INSTANCE:
+                    token = self.store.next_fencing_token(job.id)
+                execution_id = self.store.try_insert_execution(
+                    job_id=job.id, occurrence_id=a.occurrence_id, scheduled_at=a.planned,
+                    attempt=a.attempt, origin=a.origin, node_id=self.node_id,
+                    scope_node=None if job.mode is Mode.SINGLE_INSTANCE else self.node_id,
+                    fencing_token=token, target=str(job.target), now=now)
+                if execution_id is None:
+                    # Another node (or an earlier run of this one) has this attempt.
+                    log.debug("not elected job=%s planned=%s", job.id, a.planned.isoformat(),
+                              extra=ids(job.id))
+                    if a.origin in _SCHEDULED:
+                        self._cursor(job.id, a.planned)
+                    return self._release(a, now, "another node runs this occurrence")
+                self.store.transition(execution_id, ExecutionStatus.PENDING,
+                                      ExecutionStatus.RUNNING, started_at=now)
+                self._store_ok()
+            except Exception as exc:
+                self._store_failed(job, exc)
+                if execution_id is not None:
+                    eid, why = execution_id, f"not dispatched: {first_line(exc)}"
+                    self.io.submit(lambda: self._write_final(eid, ExecutionStatus.FAILED, why))
+                return self._release(a, now, f"store error: {first_line(exc)}")
+        sink = (self.flusher.sink_for(execution_id) if execution_id is not None
+                else ProcessLogSink(job.id))
+        request = DispatchRequest(job, a.occurrence_id, a.planned, a.attempt, a.origin,
+                                  execution_id, token)
+        run = Run(a, job, execution_id)
+        self.running[a.key] = run
+        key = a.key
+        try:
+            run.handle = self.dispatcher.start(
+                request, sink, lambda outcome: self.post(("done", key, outcome)))
+        except Exception as exc:
+            log.error("dispatch failed job=%s exec=%s: %s", job.id, execution_id,
+                      first_line(exc), extra=ids(job.id, execution_id))
+            return self.core.on_complete(key, ExecutionStatus.FAILED,
+                                         f"dispatch failed: {first_line(exc)}", self.clock())
+        started = self.clock()
+        self.fired += 1
+        self.lateness.append((started - a.due).total_seconds())
+        if execution_id is not None and a.origin in _SCHEDULED:
+            self._cursor(job.id, a.planned)
+        self._trigger_done(a.occurrence_id, execution_id, None)
+        log.info("fired job=%s exec=%s planned=%s attempt=%d origin=%s", job.id,
+                 execution_id if execution_id is not None else "-", a.planned.isoformat(),
+                 a.attempt, a.origin.value, extra=ids(job.id, execution_id))
+        return None
+
+    def _cluster_guard(self, job: JobDefinition, a: Fire, now: datetime) -> Decision | None:
+        """Overlap of single_instance jobs and serial groups hold across nodes: look for
+        live rows this node does not own (its own are already guarded by the core)."""
+        if job.mode is Mode.SINGLE_INSTANCE and a.origin in _SCHEDULED:
+            rows = self.store.pending_or_running(job_ids=[job.id])
+            if any(r.node_id != self.node_id and r.occurrence_id != a.occurrence_id
+                   for r in rows):
+                self.core_skip(job, a, SkipReason.OVERLAP, "runs on another node")
+                return self.core.release(a.key, now)
+        group = job.serial_group
+        if group is not None:
+            members = self.group_index.get(group, [job.id])
+            rows = self.store.pending_or_running(job_ids=members)
+            if any(r.node_id != self.node_id for r in rows):
+                log.debug("deferred job=%s: serial group %s busy on another node", job.id,
+                          group, extra=ids(job.id))
+                return self.core.defer(a.key, now, now + REMOTE_RETRY)
+        return None
+
+    def core_skip(self, job: JobDefinition, a: Fire, reason: SkipReason, why: str) -> None:
+        self.skipped += 1
+        log.info("skipped job=%s planned=%s reason=%s (%s)", job.id, a.planned.isoformat(),
+                 reason.value, why, extra=ids(job.id))
+        if a.origin in _SCHEDULED:
+            self._cursor(job.id, a.planned)
+
+    def _release(self, a: Fire, now: datetime, why: str) -> Decision:
+        self._trigger_done(a.occurrence_id, None, why)
+        return self.core.release(a.key, now)
+
+    # --- endings ---------------------------------------------------------------------------
+
+    def on_done(self, key: ExecKey, outcome: Outcome) -> None:
+        if key not in self.running:
+            return  # abandoned at its timeout already; this late result is ignored
+        self.execute(self.core.on_complete(key, outcome.status, outcome.error, self.clock()))
+
+    def _final(self, key: ExecKey, status: ExecutionStatus, error: str | None) -> None:
+        run = self.running.pop(key, None)
+        if run is None:
+            return
+        eid = run.execution_id
+        level = logging.INFO if status is ExecutionStatus.SUCCEEDED else logging.WARNING
+        log.log(level, "finished job=%s exec=%s status=%s%s", run.job.id,
+                eid if eid is not None else "-", status.value,
+                f" error={error}" if error else "", extra=ids(run.job.id, eid))
+        if eid is not None:
+            self.io.submit(lambda: self._write_final(eid, status, error))
+
+    def _write_final(self, eid: int, status: ExecutionStatus, error: str | None) -> None:
+        try:
+            self.store.transition(eid, _LIVE, status, error=error, finished_at=self.clock())
+        finally:
+            self.flusher.drain(eid)
+
+    def _abandon(self, a: Abandon) -> None:
+        run = self.running.get(a.key)
+        if run is None or run.handle is None:
+            return
+        log.warning("timed out job=%s exec=%s after %s", run.job.id, run.execution_id,
+                    run.job.timeout, extra=ids(run.job.id, run.execution_id))
+        try:
+            run.handle.abandon()
+        except Exception as exc:
+            log.error("abandon failed job=%s: %s", run.job.id, first_line(exc))
+
+    def cancel(self, execution_ids: set[int]) -> None:
+        for run in self.running.values():
+            if run.execution_id in execution_ids and not run.cancel_sent:
+                self.cancel_run(run)
+
+    def cancel_run(self, run: Run) -> None:
+        run.cancel_sent = True
+        log.info("cancelling job=%s exec=%s", run.job.id, run.execution_id,
+                 extra=ids(run.job.id, run.execution_id))
+        try:
+            if run.handle is not None:
+                run.handle.cancel()
+        except Exception as exc:
+            log.error("cancel failed job=%s: %s", run.job.id, first_line(exc))
+
+    # --- the rest --------------------------------------------------------------------------
+
+    def _skip(self, a: Skip) -> None:
+        self.skipped += 1
+        level = logging.DEBUG if a.reason is SkipReason.REMOVED else logging.INFO
+        log.log(level, "skipped job=%s planned=%s reason=%s", a.job_id, a.planned.isoformat(),
+                a.reason.value, extra=ids(a.job_id))
+        if a.origin in _SCHEDULED:
+            self._cursor(a.job_id, a.planned)
+
+    def _cursor(self, job_id: str, planned: datetime) -> None:
+        job = self.core.job(job_id)
+        if job is not None and is_tracked(job) and self.store.persistent:
+            self.cursors.add(job_id, planned)
+
+    def _missed(self, a: Missed) -> None:
+        count = str(a.count) if a.count_exact else f"more than {a.count}"
+        runs = a.count - a.dropped
+        log.warning("missed job=%s fires=%s newest=%s policy=%s: %s", a.job_id, count,
+                    a.newest.isoformat(), a.policy.value,
+                    f"running {runs}, {a.dropped} older dropped" if runs else "skipped",
+                    extra=ids(a.job_id))
+
+    def _close_interrupted(self, a: CloseInterrupted) -> None:
+        try:
+            won = self.store.transition(
+                a.execution_id, _LIVE, a.status, finished_at=self.clock(),
+                error="interrupted: its scheduler stopped before it finished")
+        except Exception as exc:
+            won = False
+            log.warning("could not close interrupted exec=%s: %s", a.execution_id,
+                        first_line(exc))
+        if won:
+            log.warning("recovered job=%s exec=%s status=%s", a.job_id, a.execution_id,
+                        a.status.value, extra=ids(a.job_id, a.execution_id))
+        else:
+            self.lost_recoveries.add(a.execution_id)  # someone else recovers it
+
+    def _trigger_done(self, occurrence_id: str, execution_id: int | None,
+                      error: str | None) -> None:
+        request = self.triggers.pop(occurrence_id, None)
+        if request is not None:
+            self.io.submit(lambda: self.store.complete_trigger(
+                request, execution_id=execution_id, error=error))
+
+    def _store_failed(self, job: JobDefinition, exc: Exception) -> None:
+        if not self._store_down:
+            self._store_down = True
+            log.error("store error; tracked fires are skipped until it works again: %s",
+                      first_line(exc), extra=ids(job.id))
+        else:
+            log.debug("store still failing job=%s: %s", job.id, first_line(exc))
+
+    def _store_ok(self) -> None:
+        if self._store_down:
+            self._store_down = False
+            log.info("store works again")

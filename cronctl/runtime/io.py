@@ -1,0 +1,84 @@
+"""The runtime's I/O thread: store writes that must not delay a fire (final statuses, log
+drains, cursor batches) and periodic store work (log flush, heartbeat, polls).
+
+One thread, a FIFO of tasks and a few periodic jobs: what it writes for one execution
+stays in order, and the scheduler thread never waits for it.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+log = logging.getLogger("cronctl.runtime")
+
+Task = Callable[[], object]
+
+
+@dataclass(slots=True)
+class _Periodic:
+    name: str
+    interval: float
+    due: float
+    fn: Task
+
+
+class IoWorker:
+    def __init__(self, name: str = "cronctl-io") -> None:
+        self._tasks: queue.SimpleQueue[Task | None] = queue.SimpleQueue()
+        self._periodic: list[_Periodic] = []
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._failing: set[str] = set()
+
+    def submit(self, task: Task) -> None:
+        self._tasks.put(task)
+
+    def every(self, name: str, interval: float, fn: Task, *, first: float | None = None) -> None:
+        """Run ``fn`` every ``interval`` seconds (first after ``first``, default interval).
+        Must be called before :meth:`start`."""
+        start = time.monotonic() + (interval if first is None else first)
+        self._periodic.append(_Periodic(name, max(interval, 0.01), start, fn))
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Run what is queued, then end the thread."""
+        self._tasks.put(None)
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while True:
+            now = time.monotonic()
+            for p in self._periodic:
+                if p.due <= now:
+                    self._guard(p.name, p.fn)
+                    p.due = max(p.due + p.interval, time.monotonic())
+            wait = min((p.due for p in self._periodic), default=now + 1.0) - time.monotonic()
+            try:
+                task = self._tasks.get(timeout=max(wait, 0.0))
+            except queue.Empty:
+                continue
+            if task is None:
+                return
+            self._guard("task", task)
+
+    def _guard(self, name: str, fn: Task) -> None:
+        # Nothing thrown here may end the thread: log the first failure of a kind at
+        # WARNING, repeats at DEBUG, and note when it works again.
+        try:
+            fn()
+        except Exception as exc:
+            level = logging.DEBUG if name in self._failing else logging.WARNING
+            self._failing.add(name)
+            log.log(level, "%s failed: %s", name, str(exc).strip().splitlines()[0] if str(exc)
+                    else type(exc).__name__)
+        else:
+            if name in self._failing and name != "task":
+                self._failing.discard(name)
+                log.info("%s works again", name)

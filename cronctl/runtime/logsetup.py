@@ -1,0 +1,69 @@
+"""Process logging for ``cronctl run``: stderr, one line per event, ids on every line.
+
+Text lines read ``2026-03-08T07:00:00.123Z INFO fired job=backup exec=42 ...``; with
+``--log-format json`` each line is one JSON object with ``job`` and ``exec`` keys. Control
+characters in messages (ids, targets and handler output included) are escaped, so a job
+id with a newline or an ANSI escape cannot forge or corrupt log lines.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from datetime import UTC, datetime
+from typing import TextIO
+
+from cronctl.dispatch.logbuffer import escape_control
+
+_HANDLER_NAME = "cronctl-run"
+
+
+def _utc(record: logging.LogRecord) -> str:
+    stamp = datetime.fromtimestamp(record.created, UTC)
+    return stamp.strftime("%Y-%m-%dT%H:%M:%S.") + f"{stamp.microsecond // 1000:03d}Z"
+
+
+class TextFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        text = f"{_utc(record)} {record.levelname} {record.getMessage()}"
+        if record.exc_info:
+            text += " | " + self.formatException(record.exc_info)
+        return escape_control(text)
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        doc: dict[str, object] = {
+            "ts": _utc(record),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": escape_control(record.getMessage()),
+        }
+        for attr, key in (("job_id", "job"), ("execution_id", "exec")):
+            value = getattr(record, attr, None)
+            if value is not None:
+                doc[key] = escape_control(str(value))
+        if record.exc_info:
+            doc["error"] = escape_control(self.formatException(record.exc_info))
+        return json.dumps(doc, ensure_ascii=False)
+
+
+def configure_logging(level: int = logging.INFO, fmt: str = "text",
+                      stream: TextIO | None = None) -> None:
+    """Install the one stderr handler on the ``cronctl`` logger (idempotent)."""
+    root = logging.getLogger("cronctl")
+    for handler in list(root.handlers):
+        if handler.get_name() == _HANDLER_NAME:
+            root.removeHandler(handler)
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.set_name(_HANDLER_NAME)
+    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+    root.addHandler(handler)
+    root.setLevel(level)
+    root.propagate = False
+
+
+def ids(job_id: str, execution_id: int | None = None) -> dict[str, object]:
+    """``extra=`` for a log call, so JSON lines carry the ids as fields."""
+    return {"job_id": job_id, "execution_id": execution_id}

@@ -1,0 +1,379 @@
+"""``Scheduler``: drives the threadless core with ONE scheduler thread.
+
+The thread sleeps in ``inbox.get(timeout=next_wake - now)``; completions, cancel
+requests, triggers, reloads and stop arrive through that inbox from any thread, so the
+core is only ever touched by this thread and no timer or thread exists per job. Handler
+work runs in the dispatcher's pools; store work that need not delay a fire runs on the
+I/O thread (:mod:`cronctl.runtime.io`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from datetime import UTC, datetime
+from typing import Any
+
+from cronctl.config import Config
+from cronctl.core import ClockSkewError, JobState, RecoveredExecution, SchedulerCore
+from cronctl.dispatch.base import Dispatcher, Outcome
+from cronctl.dispatch.logbuffer import LogFlusher
+from cronctl.jobs.model import ExecutionStatus, JobDefinition, Origin
+from cronctl.runtime.firing import Firing, first_line
+from cronctl.runtime.io import IoWorker
+from cronctl.runtime.notify import Notifier, SystemdNotifier
+from cronctl.store.base import ExecutionRecord, Store
+
+log = logging.getLogger("cronctl.runtime")
+POLL_INTERVAL = 0.5  # cancel requests, trigger requests, cursor batch
+PAUSE_POLL_INTERVAL = 2.0
+KILL_GRACE_CAP = 15.0  # longest wait after cancelling at shutdown
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _recovered(rows: Sequence[ExecutionRecord]) -> list[RecoveredExecution]:
+    return [RecoveredExecution(r.id, r.job_id, r.scheduled_at, r.attempt, r.origin, r.status)
+            for r in rows]
+
+
+class Scheduler:
+    """The scheduler other code embeds (``cronctl run``, tests, the benchmark).
+
+    ``start()`` registers the node, runs recovery and the misfire policy, starts the
+    scheduler thread and returns once READY; ``stop()`` stops firing, lets running
+    executions finish up to ``shutdown_timeout``, cancels the rest and drains logs."""
+
+    def __init__(
+        self,
+        config: Config,
+        jobs: Sequence[JobDefinition],
+        store: Store,
+        dispatcher: Dispatcher | None = None,
+        *,
+        clock: Callable[[], datetime] | None = None,
+        notifier: Notifier | None = None,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.clock = clock or _utcnow
+        self.notifier = notifier if notifier is not None else SystemdNotifier.from_env()
+        self._own_dispatcher = dispatcher is None
+        if dispatcher is None:
+            from cronctl.dispatch import default_dispatcher
+
+            dispatcher = default_dispatcher(config.max_concurrent_jobs)
+        self.dispatcher: Dispatcher = dispatcher
+        self._jobs = tuple(jobs)
+        self._known = frozenset(j.id for j in self._jobs)
+        self._ttl = config.heartbeat_interval * 3
+        self._inbox: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
+        self.core = SchedulerCore(self._jobs, max_concurrent_jobs=config.max_concurrent_jobs,
+                                  clock_skew_limit=config.clock_skew_limit,
+                                  durable=store.persistent)
+        self.flusher = LogFlusher(store, clock=self.clock)
+        self.io = IoWorker()
+        self.firing = Firing(core=self.core, store=store, dispatcher=self.dispatcher,
+                             flusher=self.flusher, io=self.io, node_id=config.node_id,
+                             clock=self.clock, post=self._inbox.put)
+        self._thread = threading.Thread(target=self._loop, name="cronctl-scheduler",
+                                        daemon=True)
+        self._ready = threading.Event()
+        self._started = False
+        self._stopping = False
+        self._stopped = False
+        self._skew_logged = False
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._started:
+            raise RuntimeError("Scheduler.start() was already called")
+        self._started = True
+        now = self.clock()
+        node = self.config.node_id
+        self.store.register_node(node, socket.gethostname(), os.getpid(), now, ttl=self._ttl)
+        try:
+            self.store.save_definitions(self._jobs, now=now)
+            states = {s.job_id: JobState(s.cursor, s.paused) for s in self.store.list_schedules()}
+            initial = self.core.start(now, states, _recovered(self._recoverable(now, True)))
+        except BaseException:
+            self._unregister()
+            raise
+        self._index_groups()
+        self.io.every("log flush", self.config.progress_flush_interval.total_seconds(),
+                      self.flusher.flush)
+        self.io.every("heartbeat", self.config.heartbeat_interval.total_seconds(),
+                      self._heartbeat)
+        self.io.every("pause poll", PAUSE_POLL_INTERVAL, self._poll_paused)
+        self.io.every("node recovery", self.config.heartbeat_interval.total_seconds(),
+                      self._poll_expired)
+        self.io.start()
+        self._initial = initial
+        self._thread.start()
+        self._ready.wait()
+        jobs = sum(1 for j in self._jobs if j.enabled)
+        self.notifier.notify(f"READY=1\nSTATUS=scheduling {jobs} jobs as node {node}")
+        log.info("ready node=%s jobs=%d database=%s", node, jobs,
+                 self.config.database_display)
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Graceful stop; ``timeout`` overrides ``shutdown_timeout``. Idempotent."""
+        if not self._started or self._stopped:
+            return
+        self._stopped = True
+        self._inbox.put(("stop", timeout))
+        self._thread.join()
+        shutdown = getattr(self.dispatcher, "shutdown", None)
+        if self._own_dispatcher and callable(shutdown):
+            shutdown(False)  # kills what is still running: no child outlives us
+        self.io.submit(lambda: self.firing.cursors.flush(self.store))
+        self.io.stop()
+        self.flusher.drain_all(time.monotonic() + 5.0)
+        self._unregister()
+        log.info("stopped node=%s", self.config.node_id)
+
+    def reload(self, jobs: Sequence[JobDefinition]) -> None:
+        """Swap the job set (waits until the scheduler thread applied it)."""
+        done: Future[None] = Future()
+        self._inbox.put(("reload", tuple(jobs), done))
+        done.result()
+
+    def trigger(self, job_id: str, *, planned: datetime | None = None,
+                origin: Origin = Origin.MANUAL) -> str:
+        """Run one occurrence now (``origin = manual``); returns its occurrence id."""
+        done: Future[str] = Future()
+        self._inbox.put(("trigger", job_id, origin, planned, None, done))
+        return done.result()
+
+    def wait_idle(self, timeout: float = 10.0) -> bool:
+        """True once nothing runs or waits (tests and the benchmark)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.firing.running and not self.core.waiting:
+                return True
+            time.sleep(0.01)
+        return False
+
+    @property
+    def lateness(self) -> list[float]:
+        """Start minus due (planned + jitter) of recent fires, in seconds."""
+        return list(self.firing.lateness)
+
+    def stats(self) -> dict[str, int]:
+        return {"fired": self.firing.fired, "skipped": self.firing.skipped,
+                "running": len(self.firing.running), "waiting": self.core.waiting}
+
+    # --- the scheduler thread --------------------------------------------------------------
+
+    def _loop(self) -> None:
+        try:
+            self.firing.execute(self._initial)
+        finally:
+            self._ready.set()
+        wd = self.notifier.watchdog_interval
+        next_poll = time.monotonic()
+        next_wd = time.monotonic() + wd if wd else float("inf")
+        deadline = hard = float("inf")
+        while True:
+            if not self._stopping:
+                self._tick()
+            mono = time.monotonic()
+            if mono >= next_poll:
+                next_poll = mono + POLL_INTERVAL
+                self._poll()
+            if mono >= next_wd:
+                next_wd = mono + (wd or 1.0)
+                self.notifier.notify("WATCHDOG=1")
+            if self._stopping:
+                if not self.firing.running or mono >= hard:
+                    self._abort_remaining()
+                    return
+                if mono >= deadline:
+                    deadline, hard = float("inf"), mono + self._kill_grace()
+                    log.warning("shutdown timeout: cancelling %d running executions",
+                                len(self.firing.running))
+                    for run in list(self.firing.running.values()):
+                        self.firing.cancel_run(run)
+            wait = min(next_poll, next_wd, deadline, hard) - time.monotonic()
+            wake = None if self._stopping else self.core.next_wake()
+            if wake is not None:
+                wait = min(wait, (wake - self.clock()).total_seconds())
+            try:
+                msg = self._inbox.get(timeout=max(wait, 0.0))
+            except queue.Empty:
+                continue
+            while True:
+                stop = self._handle(msg)
+                if stop is not None:
+                    self._stopping = True
+                    self.notifier.notify("STOPPING=1\nSTATUS=stopping")
+                    grace = stop if stop >= 0 else self.config.shutdown_timeout.total_seconds()
+                    deadline = time.monotonic() + grace
+                    log.info("stopping: waiting up to %.0fs for %d running executions",
+                             grace, len(self.firing.running))
+                try:
+                    msg = self._inbox.get_nowait()
+                except queue.Empty:
+                    break
+
+    def _tick(self) -> None:
+        try:
+            decision = self.core.tick(self.clock())
+        except ClockSkewError as exc:
+            if not self._skew_logged:
+                self._skew_logged = True
+                log.error("refusing to act: %s", exc)
+                self.notifier.notify("STATUS=refusing to act: clock behind the cursor")
+            return
+        if self._skew_logged:
+            self._skew_logged = False
+            log.info("clock is consistent again; acting")
+        if decision.actions:
+            self.firing.execute(decision)
+
+    def _handle(self, msg: tuple[Any, ...]) -> float | None:
+        """One inbox message; returns the grace (seconds, -1 for the default) on stop."""
+        kind = msg[0]
+        try:
+            if kind == "done":
+                outcome: Outcome = msg[2]
+                self.firing.on_done(msg[1], outcome)
+            elif kind == "stop":
+                return -1.0 if msg[1] is None else float(msg[1])
+            elif kind == "cancel":
+                self.firing.cancel(msg[1])
+            elif kind == "trigger":
+                self._trigger(*msg[1:])
+            elif kind == "reload":
+                self._reload(msg[1], msg[2])
+            elif kind == "paused":
+                for job_id, paused in msg[1].items():
+                    self.core.set_paused(job_id, paused)
+            elif kind == "recover" and not self._stopping:
+                self.firing.execute(self.core.recover(msg[1], self.clock()))
+        except Exception:
+            log.exception("internal error handling %s", kind)
+        return None
+
+    def _trigger(self, job_id: str, origin: Origin, planned: datetime | None,
+                 request_id: int | None, done: Future[str] | None) -> None:
+        if self._stopping:
+            if done is not None:
+                done.set_exception(RuntimeError("the scheduler is stopping"))
+            return
+        try:
+            occurrence, decision = self.core.trigger(job_id, self.clock(), planned=planned,
+                                                     origin=origin)
+        except Exception as exc:
+            if done is not None:
+                done.set_exception(exc)
+            if request_id is not None:
+                rid, why = request_id, first_line(exc)
+                self.io.submit(lambda: self.store.complete_trigger(rid, error=why))
+            return
+        if request_id is not None:
+            self.firing.triggers[occurrence] = request_id
+        log.info("triggered job=%s origin=%s occurrence=%s", job_id, origin.value, occurrence)
+        if done is not None:
+            done.set_result(occurrence)
+        self.firing.execute(decision)
+
+    def _reload(self, jobs: tuple[JobDefinition, ...], done: Future[None]) -> None:
+        try:
+            decision = self.core.reload(jobs, self.clock())
+            self._jobs = jobs
+            self._known = frozenset(j.id for j in jobs)
+            self._index_groups()
+            self.io.submit(lambda: self.store.save_definitions(jobs))
+            log.info("reloaded jobs=%d", sum(1 for j in jobs if j.enabled))
+            self.notifier.notify(f"STATUS=scheduling {sum(1 for j in jobs if j.enabled)} jobs")
+            self.firing.execute(decision)
+        finally:
+            done.set_result(None)
+
+    def _abort_remaining(self) -> None:
+        """Past the kill grace: the dispatcher is shut down next; record what is left."""
+        for key in list(self.firing.running):
+            self.firing.execute(self.core.on_complete(
+                key, ExecutionStatus.CANCELLED, "cancelled: scheduler shut down", self.clock()))
+
+    def _kill_grace(self) -> float:
+        longest = max((r.job.kill_timeout.total_seconds() for r in self.firing.running.values()),
+                      default=0.0)
+        return min(longest + 1.0, KILL_GRACE_CAP)
+
+    def _index_groups(self) -> None:
+        index: dict[str, list[str]] = {}
+        for job in self._jobs:
+            if job.serial_group is not None:
+                index.setdefault(job.serial_group, []).append(job.id)
+        self.firing.group_index = index
+
+    # --- store polling (I/O thread) ---------------------------------------------------------
+
+    def _poll(self) -> None:
+        """On the scheduler thread: hand the I/O thread what to poll for."""
+        if not self.store.persistent and not self.firing.running:
+            return
+        live = [r.execution_id for r in self.firing.running.values()
+                if r.execution_id is not None and not r.cancel_sent]
+        self.io.submit(lambda: self._poll_store(live))
+
+    def _poll_store(self, live: list[int]) -> None:
+        self.firing.cursors.flush(self.store)
+        if live:
+            cancelled = self.store.cancel_requested(live)
+            if cancelled:
+                self._inbox.put(("cancel", cancelled))
+        if self._stopping:
+            return
+        for req in self.store.take_triggers(self.config.node_id, job_ids=self._known,
+                                            now=self.clock()):
+            self._inbox.put(("trigger", req.job_id, req.origin, req.scheduled_at, req.id, None))
+
+    def _poll_paused(self) -> None:
+        states = {s.job_id: s.paused for s in self.store.list_schedules()
+                  if s.job_id in self._known}
+        self._inbox.put(("paused", states))
+
+    def _heartbeat(self) -> None:
+        now = self.clock()
+        if not self.store.heartbeat(self.config.node_id, now):
+            self.store.register_node(self.config.node_id, socket.gethostname(), os.getpid(),
+                                     now, ttl=self._ttl)
+
+    def _poll_expired(self) -> None:
+        rows = [r for r in self._recoverable(self.clock(), False) if r.scope_node is None]
+        if rows:
+            self._inbox.put(("recover", _recovered(rows)))
+
+    def _recoverable(self, now: datetime, startup: bool) -> list[ExecutionRecord]:
+        """Rows to recover: at start-up this node's own (left by its previous run); and
+        single_instance rows of nodes whose heartbeat expired."""
+        if not self.store.persistent:
+            return []
+        me = self.config.node_id
+        rows = {r.id: r for r in self.store.pending_or_running(node_id=me)} if startup else {}
+        for node in self.store.expired_nodes(now, self._ttl):
+            if node.node_id == me:
+                continue
+            for r in self.store.pending_or_running(node_id=node.node_id):
+                if r.scope_node is None:
+                    rows[r.id] = r
+        return sorted(rows.values(), key=lambda r: (r.scheduled_at, r.id))
+
+    def _unregister(self) -> None:
+        try:
+            self.store.unregister_node(self.config.node_id)
+        except Exception as exc:
+            log.warning("could not unregister node %s: %s", self.config.node_id,
+                        first_line(exc))
