@@ -1,0 +1,254 @@
+"""``cronctl next JOB_OR_EXPR``: the next fire times, in local time and UTC, with DST notes.
+
+Start-up matters here (people run it interactively and in shell loops), so this module
+imports only typer and the pure cron engine; rich and json load when they are used, and
+nothing here touches the state database.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any
+
+import typer
+
+from cronctl.cli.options import global_options
+from cronctl.cron import CronSyntaxError, Schedule, UnknownTimezoneError, load_zone
+from cronctl.errors import NotFoundError, UsageError
+
+_JOB_ID = re.compile(r"[A-Za-z0-9._-]{1,200}")
+_RELATIVE = re.compile(r"[+-]?\s*\d+(\.\d+)?\s*(ms|[smhdw])", re.IGNORECASE)
+_MAX_COUNT = 1000
+
+
+@dataclass(frozen=True)
+class NextTarget:
+    """What ``next`` shows: the job (``None`` for a bare expression) and its schedule."""
+
+    job_id: str | None
+    schedule: Schedule
+    timezone: str
+
+
+# Given a job id, the job's target, or None when there is no such job.
+JobLookup = Callable[[str], NextTarget | None]
+
+
+def _looks_like_job_id(arg: str) -> bool:
+    """Job ids are ``[A-Za-z0-9._-]`` without spaces; every expression has a space, a
+    ``*`` or starts with ``@``, except a lone number, which is no valid expression."""
+    return _JOB_ID.fullmatch(arg) is not None
+
+
+def resolve_next_target(
+    arg: str,
+    tz: str | None = None,
+    *,
+    jobs: JobLookup | None = None,
+) -> NextTarget:
+    """The single place that turns ``next``'s argument into (job id or None, schedule, zone).
+
+    An argument shaped like a job id is looked up with ``jobs``; anything else is parsed
+    as a cron expression (or ``@every 90s``) in ``tz`` (default UTC). User mistakes raise
+    :class:`UsageError` (exit 2) or :class:`NotFoundError` (exit 3) with one line.
+    """
+    text = arg.strip()
+    zone_name = tz if tz is not None else "UTC"
+    try:
+        zone = load_zone(zone_name)
+    except UnknownTimezoneError as exc:
+        raise UsageError(f"--tz: {exc}") from None
+    if _looks_like_job_id(text):
+        found = jobs(text) if jobs is not None else None
+        if found is not None:
+            if tz is None:
+                return found
+            # --tz only changes how times are shown; the job keeps its own zone for firing.
+            return NextTarget(found.job_id, found.schedule, zone_name)
+        raise NotFoundError(
+            f"no job {text!r}; a cron expression needs 5 or 6 fields, e.g. '0 8 * * MON-FRI'"
+        )
+    try:
+        schedule = Schedule(text, zone)
+    except CronSyntaxError as exc:
+        raise UsageError(str(exc)) from None
+    return NextTarget(None, schedule, schedule.timezone)
+
+
+def parse_from(text: str | None, now: datetime, tz: str) -> datetime:
+    """``--from T``: ISO 8601 (a time without an offset is in ``tz``; a bare date is its
+    midnight there), ``now``, or a duration relative to now: ``2h`` or ``+2h`` is two hours
+    from now, ``-2h`` two hours ago."""
+    if text is None or text.strip().lower() == "now":
+        return now
+    value = text.strip()
+    if _RELATIVE.fullmatch(value):
+        from cronctl.durations import DurationError, parse_duration
+
+        sign = -1 if value.startswith("-") else 1
+        try:
+            delta = parse_duration(value.lstrip("+-").strip())
+        except DurationError as exc:
+            raise UsageError(f"--from: {exc}") from None
+        return now + sign * delta
+    try:
+        parsed = datetime.fromisoformat(value.replace("z", "Z"))
+    except ValueError:
+        raise UsageError(
+            f"--from: {text!r} is neither an ISO 8601 time (2026-03-08T07:00:00Z) nor a "
+            "relative one (2h, 3d, -1d)"
+        ) from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=load_zone(tz))
+    return parsed.astimezone(UTC)
+
+
+def iso_z(t: datetime) -> str:
+    return t.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _relative(fire: datetime, ref: datetime) -> str:
+    from cronctl.durations import format_duration
+
+    delta = fire - ref
+    if delta < timedelta(0):
+        return f"{format_duration(-delta)} ago"
+    return f"in {format_duration(delta)}"
+
+
+@dataclass(frozen=True)
+class FireRow:
+    utc: datetime
+    local: datetime
+    note: str | None
+
+
+def next_fires(target: NextTarget, start: datetime, count: int) -> list[FireRow]:
+    """The next ``count`` fires after ``start`` (fewer when the schedule stops firing)."""
+    zone = load_zone(target.timezone)
+    rows: list[FireRow] = []
+    for fire in target.schedule.iter_after(start):
+        rows.append(FireRow(fire, fire.astimezone(zone), target.schedule.dst_note(fire)))
+        if len(rows) >= count:
+            break
+    return rows
+
+
+def to_json(target: NextTarget, start: datetime, rows: Sequence[FireRow]) -> dict[str, Any]:
+    schedule = target.schedule
+    return {
+        "job": target.job_id,
+        "expression": schedule.text,
+        "timezone": target.timezone,
+        "description": schedule.explain(),
+        "dst_gap": schedule.dst_gap.value if schedule.expression is not None else None,
+        "dst_fold": schedule.dst_fold.value if schedule.expression is not None else None,
+        "from": iso_z(start),
+        "fires": [
+            {"local": row.local.isoformat(), "utc": iso_z(row.utc), "note": row.note}
+            for row in rows
+        ],
+    }
+
+
+def _header(target: NextTarget) -> list[tuple[str, str]]:
+    schedule = target.schedule
+    lines = []
+    if target.job_id is not None:
+        lines.append(("job", target.job_id))
+    lines.append(("expression", schedule.text))
+    lines.append(("reading", schedule.explain()))
+    zone = target.timezone
+    if schedule.expression is not None:
+        zone += f" (dst_gap={schedule.dst_gap.value}, dst_fold={schedule.dst_fold.value})"
+    elif schedule.interval is not None:
+        zone += " (display only: intervals are elapsed time)"
+    lines.append(("zone", zone))
+    return lines
+
+
+def _local_text(local: datetime) -> str:
+    return local.isoformat(sep=" ")
+
+
+def render_plain(target: NextTarget, start: datetime, rows: Sequence[FireRow]) -> str:
+    """Aligned plain text, for pipes and files."""
+    out = [f"{key + ':':<12}{value}" for key, value in _header(target)]
+    if not rows:
+        out.append("no fire within 4 years")
+        return "\n".join(out)
+    table = [(_local_text(r.local), iso_z(r.utc), _relative(r.utc, start), r.note or "")
+             for r in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(3)]
+    out.append("")
+    for local, utc, rel, note in table:
+        line = f"{local:<{widths[0]}}  {utc:<{widths[1]}}  {rel:<{widths[2]}}  {note}"
+        out.append(line.rstrip())
+    return "\n".join(out)
+
+
+def _render_rich(target: NextTarget, start: datetime, rows: Sequence[FireRow],
+                 color: bool) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(no_color=not color, highlight=False)
+    for key, value in _header(target):
+        console.print(f"[bold]{key + ':':<12}[/bold]{value}", markup=True)
+    if not rows:
+        console.print("no fire within 4 years")
+        return
+    table = Table(show_edge=False, pad_edge=False)
+    # Times never wrap (a split timestamp is unreadable); the DST note may.
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("local", no_wrap=True)
+    table.add_column("UTC", no_wrap=True)
+    table.add_column("when", no_wrap=True)
+    table.add_column("DST")
+    for number, row in enumerate(rows, start=1):
+        table.add_row(str(number), _local_text(row.local), iso_z(row.utc),
+                      _relative(row.utc, start), row.note or "")
+    console.print(table)
+
+
+def next_command(
+    ctx: typer.Context,
+    expression: Annotated[str, typer.Argument(
+        metavar="JOB_OR_EXPR",
+        help="A job id, or a cron expression in quotes ('0 8 * * MON-FRI', '@daily', "
+             "'@every 90s').")],
+    count: Annotated[int, typer.Option(
+        "--count", "-n", min=1, max=_MAX_COUNT, help="How many fire times to show.")] = 5,
+    start: Annotated[str | None, typer.Option(
+        "--from", metavar="T",
+        help="Search after T instead of now: ISO 8601 (no offset = in --tz), or relative "
+             "to now: '2h' / '+2h' = two hours from now, '-1d' = a day ago.")] = None,
+    tz: Annotated[str | None, typer.Option(
+        "--tz", metavar="ZONE",
+        help="IANA time zone the expression is matched in (default UTC; for a job, its "
+             "own zone).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+) -> None:
+    """Show the next fire times of a job or expression, in local time and UTC, with a
+    plain-English reading and DST notes."""
+    options = global_options(ctx)
+    target = resolve_next_target(expression, tz)
+    now = datetime.now(UTC)  # the CLI edge is where the clock is read
+    begin = parse_from(start, now, target.timezone)
+    rows = next_fires(target, begin, count)
+    if as_json:
+        import json
+
+        typer.echo(json.dumps(to_json(target, begin, rows), indent=2))
+    elif sys.stdout.isatty():
+        _render_rich(target, begin, rows, options.color)
+    else:
+        typer.echo(render_plain(target, begin, rows))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("next")(next_command)
