@@ -61,12 +61,14 @@ def _register_commands() -> None:
         cmd_list,
         cmd_logs,
         cmd_next,
+        cmd_run,
         cmd_systemd,
+        cmd_trigger,
         cmd_validate,
     )
 
     for module in (cmd_next, cmd_systemd, cmd_db, cmd_validate, cmd_list, cmd_init,
-                   cmd_history, cmd_logs, cmd_cancel):
+                   cmd_history, cmd_logs, cmd_cancel, cmd_run, cmd_trigger):
         module.register(app)
 
 

@@ -1,0 +1,155 @@
+"""``cronctl trigger JOB [--wait] [--here] [--json]``: run one occurrence now
+(``origin = manual``).
+
+By default the request goes through the database to a running scheduler, which picks it
+up within a second (any node that has the job; exactly one takes it). ``--here`` runs it
+in this process instead (no scheduler needed). ``--wait`` waits for the final status:
+exit 0 when it succeeded, 1 otherwise. An unknown job exits 3.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from cronctl.cli.options import global_options
+from cronctl.errors import CronctlError
+
+if TYPE_CHECKING:
+    from cronctl.config import Config
+    from cronctl.jobs.model import JobDefinition
+    from cronctl.store.base import ExecutionRecord, Store
+
+POLL = 0.2
+TAKE_TIMEOUT = 15.0  # a live scheduler polls every 0.5 s; this much silence means nobody will
+
+
+class NoScheduler(CronctlError):
+    exit_code = 1
+
+
+def _emit(as_json: bool, document: dict[str, Any], text: str) -> None:
+    typer.echo(json.dumps(document) if as_json else text)
+
+
+def trigger(
+    ctx: typer.Context,
+    job: Annotated[str, typer.Argument(help="The job to run.")],
+    wait: Annotated[bool, typer.Option("--wait", help="Wait for the final status.")] = False,
+    here: Annotated[bool, typer.Option(
+        "--here", help="Run it in this process instead of a running scheduler.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+) -> None:
+    """Run one occurrence of JOB now (origin = manual)."""
+    from cronctl.config import load_config
+    from cronctl.jobs.loader import find_job
+
+    options = global_options(ctx)
+    config = load_config(options)
+    definition = find_job(config, job)  # NotFoundError: exit 3
+    if here:
+        _here(config, definition, as_json)
+        return
+    from cronctl.cli.cmd_history import open_state
+
+    config, store = open_state(options)
+    if store is None:
+        raise NoScheduler(_no_scheduler(config))
+    try:
+        _queue(config, store, definition, wait, as_json)
+    finally:
+        store.close()
+
+
+def _no_scheduler(config: Config) -> str:
+    return (f"no live scheduler is registered in {config.database_display}; start "
+            "'cronctl run', or run it in this process with 'cronctl trigger --here'")
+
+
+def _here(config: Config, job: JobDefinition, as_json: bool) -> None:
+    from cronctl.runtime.logsetup import configure_logging
+    from cronctl.runtime.oneshot import run_here
+    from cronctl.store import open_store
+
+    configure_logging()
+    store = open_store(config.database, node_id=config.node_id, auto_migrate=config.auto_migrate)
+    try:
+        result = run_here(job, store)
+    finally:
+        store.close()
+    doc = {"job": result.job_id, "occurrence_id": result.occurrence_id,
+           "execution_id": result.execution_id, "attempt": result.attempt,
+           "status": result.status.value, "error": result.error}
+    exec_text = f"execution {result.execution_id}" if result.execution_id else "untracked"
+    error = f": {result.error}" if result.error else ""
+    _emit(as_json, doc, f"job {job.id}: {result.status.value} ({exec_text}, attempt "
+                        f"{result.attempt}){error}")
+    if result.status.value != "succeeded":
+        raise typer.Exit(1)
+
+
+def _queue(config: Config, store: Store, job: JobDefinition, wait: bool, as_json: bool) -> None:
+    from cronctl.jobs.model import Origin
+
+    now = datetime.now(UTC)
+    if not store.live_nodes(now, config.heartbeat_interval * 3):
+        raise NoScheduler(_no_scheduler(config))
+    request_id = store.enqueue_trigger(job.id, Origin.MANUAL, now=now)
+    assert request_id is not None
+    if not wait:
+        _emit(as_json, {"job": job.id, "request": request_id, "queued": True},
+              f"queued: job {job.id} (request {request_id}); a running scheduler starts it "
+              "within a second")
+        return
+    execution_id = _wait_taken(store, request_id, job.id)
+    record = _wait_final(store, job, execution_id)
+    from cronctl.cli.cmd_history import execution_json
+
+    doc = {"job": job.id, "request": request_id, "execution": execution_json(record)}
+    error = f": {record.error}" if record.error else ""
+    _emit(as_json, doc, f"job {job.id}: {record.status.value} (execution {record.id}, "
+                        f"attempt {record.attempt}, node {record.node_id}){error}")
+    if record.status.value != "succeeded":
+        raise typer.Exit(1)
+
+
+def _wait_taken(store: Store, request_id: int, job_id: str) -> int:
+    deadline = time.monotonic() + TAKE_TIMEOUT
+    while True:
+        request = store.get_trigger(request_id)
+        if request is not None and request.done:
+            if request.execution_id is None:
+                raise NoScheduler(f"job {job_id} did not run: {request.error or 'unknown'}")
+            return request.execution_id
+        if request is not None and request.taken_by is None and time.monotonic() > deadline:
+            raise NoScheduler(f"no scheduler took the request within {TAKE_TIMEOUT:.0f}s "
+                              f"(is job {job_id!r} defined on the running nodes?)")
+        time.sleep(POLL)
+
+
+def _wait_final(store: Store, job: JobDefinition, execution_id: int) -> ExecutionRecord:
+    """The occurrence's final record: retries run under the same occurrence id, so wait
+    until its newest attempt ended and no further attempt can follow."""
+    first = store.get_execution(execution_id)
+    assert first is not None
+    while True:
+        attempts = store.executions_of_occurrence(job.id, first.occurrence_id)
+        newest = attempts[-1] if attempts else first
+        status = newest.status.value
+        if status in ("succeeded", "cancelled", "dead_letter") or (
+                newest.status.is_final and newest.attempt >= job.max_attempts):
+            return newest
+        if newest.status.is_final and newest.finished_at is not None:
+            # a failed attempt with attempts left: its retry is due after the backoff
+            backoff = job.retry_backoff * (2 ** (newest.attempt - 1))
+            if datetime.now(UTC) > newest.finished_at + backoff + timedelta(minutes=1):
+                return newest  # the retry never came (scheduler stopped)
+        time.sleep(POLL)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("trigger")(trigger)
