@@ -355,8 +355,12 @@ class Store(Protocol):
         schedulers registering one id at once, one is refused."""
         ...
 
-    def heartbeat(self, node_id: str, at: datetime) -> bool:
-        """Record a heartbeat. False if the node row is gone (unregistered): re-register."""
+    def heartbeat(
+        self, node_id: str, at: datetime, *, host: str | None = None, pid: int | None = None
+    ) -> bool:
+        """Record a heartbeat. False if the node row is gone (unregistered), or, when
+        ``host``/``pid`` are given, if it now belongs to another process (it took the id
+        over after this one's heartbeat expired): stop, or re-register."""
         ...
 
     def live_nodes(self, now: datetime, ttl: timedelta) -> list[NodeRecord]:

@@ -379,11 +379,15 @@ class MemoryStore:
                 raise NodeIdInUse(node_id_in_use_message(old))
             self._nodes[node_id] = NodeRecord(node_id, host, pid, start, start)
 
-    def heartbeat(self, node_id: str, at: datetime) -> bool:
+    def heartbeat(
+        self, node_id: str, at: datetime, *, host: str | None = None, pid: int | None = None
+    ) -> bool:
         when = require_aware(at, "at")
         with self._lock:
             old = self._nodes.get(node_id)
-            if old is None:
+            if old is None or (host is not None and old.host != host):
+                return False
+            if pid is not None and old.pid != pid:
                 return False
             self._nodes[node_id] = replace(old, heartbeat_at=when)
             return True

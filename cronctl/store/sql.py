@@ -551,14 +551,18 @@ class SqlStore:
         assert old is not None
         raise NodeIdInUse(node_id_in_use_message(_node(old)))
 
-    def heartbeat(self, node_id: str, at: datetime) -> bool:
+    def heartbeat(
+        self, node_id: str, at: datetime, *, host: str | None = None, pid: int | None = None
+    ) -> bool:
         when = require_aware(at, "at")
+        N = scheduler_nodes.c
+        q = sa.update(scheduler_nodes).where(N.node_id == node_id)
+        if host is not None:
+            q = q.where(N.host == host)
+        if pid is not None:
+            q = q.where(N.pid == pid)
         with self._write() as conn:
-            result = conn.execute(
-                sa.update(scheduler_nodes)
-                .where(scheduler_nodes.c.node_id == node_id)
-                .values(heartbeat_at=when)
-            )
+            result = conn.execute(q.values(heartbeat_at=when))
         return result.rowcount == 1
 
     def _nodes(self, condition: sa.ColumnElement[bool]) -> list[NodeRecord]:

@@ -405,6 +405,9 @@ def test_node_registration_and_heartbeats(store: Store) -> None:
         store.register_node("n1", "host-a", 101, T0 + timedelta(seconds=2), ttl=TTL)
     store.register_node("n2", "host-b", 200, T0, ttl=TTL)
     assert store.heartbeat("n1", T0 + timedelta(seconds=20))
+    assert store.heartbeat("n1", T0 + timedelta(seconds=20), host="host-a", pid=100)
+    assert not store.heartbeat("n1", T0 + timedelta(seconds=20), host="host-a", pid=101)
+    assert not store.heartbeat("n1", T0 + timedelta(seconds=20), host="host-z")
     now = T0 + timedelta(seconds=31)
     assert [n.node_id for n in store.live_nodes(now, TTL)] == ["n1"]
     (expired,) = store.expired_nodes(now, TTL)
