@@ -7,7 +7,6 @@ to UTC instants and resolves DST gaps and folds around it.
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from datetime import date
 from typing import Any, NoReturn
 
@@ -41,15 +40,31 @@ def _days_in_month(year: int, month: int) -> int:
     return _MONTH_MAX_DAYS[month]
 
 
+_TABLES: dict[tuple[frozenset[int], int], tuple[int, ...]] = {}
+
+
 def _next_table(values: frozenset[int], size: int) -> tuple[int, ...]:
     """``table[i]`` = smallest allowed value >= i, or -1; one extra slot at ``size`` so
-    callers can look up ``i + 1`` without a bounds check."""
-    ordered = sorted(values)
-    table = []
-    for i in range(size + 1):
-        pos = bisect_left(ordered, i)
-        table.append(ordered[pos] if pos < len(ordered) else -1)
-    return tuple(table)
+    callers can look up ``i + 1`` without a bounds check.
+
+    Cached per set: most expressions share their sets ({0}, everything, ...), and
+    building a table is most of what parsing costs.
+    """
+    key = (values, size)
+    found = _TABLES.get(key)
+    if found is not None:
+        return found
+    table = [-1] * (size + 1)
+    following = -1
+    for i in range(size - 1, -1, -1):
+        if i in values:
+            following = i
+        table[i] = following
+    result = tuple(table)
+    if len(_TABLES) >= _DAY_CACHE_LIMIT:
+        _TABLES.clear()
+    _TABLES[key] = result
+    return result
 
 
 def _split(text: str) -> list[str]:

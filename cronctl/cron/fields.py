@@ -138,8 +138,26 @@ def _range_item(spec: FieldSpec, item: str) -> set[int]:
     return set(range(first, last + 1, step))
 
 
+_PARSED: dict[tuple[str, str], ParsedField] = {}
+_PARSED_LIMIT = 4096
+
+
 def parse_field(spec: FieldSpec, text: str) -> ParsedField:
-    """Parse one whitespace-free field; raises :class:`CronSyntaxError` naming the field."""
+    """Parse one whitespace-free field; raises :class:`CronSyntaxError` naming the field.
+
+    Results are immutable and cached: job sets repeat the same few fields ("0", "*").
+    """
+    key = (spec.name, text)
+    found = _PARSED.get(key)
+    if found is None:
+        found = _parse_field(spec, text)
+        if len(_PARSED) >= _PARSED_LIMIT:
+            _PARSED.clear()
+        _PARSED[key] = found
+    return found
+
+
+def _parse_field(spec: FieldSpec, text: str) -> ParsedField:
     if text == "?":
         if spec not in (DAY_OF_MONTH, DAY_OF_WEEK):
             raise spec.error("? is only allowed in day-of-month and day-of-week", text)

@@ -65,6 +65,8 @@ _E = TypeVar("_E", DstGap, DstFold)
 
 def _choice(kind: type[_E], value: object, key: str) -> _E:
     """Enum values are case-insensitive and accept ``-`` for ``_`` (SPEC section 2)."""
+    if isinstance(value, kind):
+        return value
     if isinstance(value, str):
         wanted = value.strip().lower().replace("-", "_")
         for member in kind:

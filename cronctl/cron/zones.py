@@ -30,21 +30,29 @@ MAX_EPOCH = int(
 )
 
 
+_ZONES: dict[str, tzinfo] = {}
+
+
 def load_zone(zone: str | tzinfo) -> tzinfo:
     """A ``tzinfo`` for an IANA name (or pass one through); unknown names raise
     :class:`UnknownTimezoneError` with a one-line message."""
     if isinstance(zone, tzinfo):
         return zone
+    found = _ZONES.get(zone)
+    if found is not None:
+        return found
     if not isinstance(zone, str):
         raise TypeError(f"time zone must be a str or tzinfo, got {type(zone).__name__}")
     name = zone.strip()
     if name.upper() in ("UTC", "Z"):
-        return ZoneInfo("UTC")
+        name = "UTC"
     try:
-        return ZoneInfo(name)
+        found = ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, OSError):
         # ValueError/OSError: names zoneinfo refuses outright ("", "../etc", a directory).
         raise UnknownTimezoneError(zone) from None
+    _ZONES[zone] = found  # ZoneInfo caches too, but only after validating the key again
+    return found
 
 
 def zone_name(zone: tzinfo) -> str:
