@@ -1,7 +1,8 @@
 """Jobs: the model, TOML loading, entry-point discovery, precedence and validation.
 
-The entry points other layers use are :func:`load_jobs` and :func:`find_job`; they are
-imported lazily so that importing :mod:`cronctl.jobs.model` stays cheap.
+The entry points other layers use are :func:`load_jobs`, :func:`find_job`,
+:func:`job_schedule` and :func:`resolve_operation`; they are imported lazily so that
+importing :mod:`cronctl.jobs.model` stays cheap.
 """
 
 from __future__ import annotations
@@ -9,15 +10,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from cronctl.jobs.checks import job_schedule
     from cronctl.jobs.loader import LoadResult, find_job, load_jobs
     from cronctl.jobs.registry import resolve_operation
     from cronctl.jobs.violation import Violation
 
-__all__ = ["LoadResult", "Violation", "find_job", "load_jobs", "resolve_operation"]
+__all__ = [
+    "LoadResult", "Violation", "find_job", "job_schedule", "load_jobs", "resolve_operation",
+]
 
 _HOMES = {
     "LoadResult": "cronctl.jobs.loader",
     "find_job": "cronctl.jobs.loader",
+    "job_schedule": "cronctl.jobs.checks",
     "load_jobs": "cronctl.jobs.loader",
     "resolve_operation": "cronctl.jobs.registry",
     "Violation": "cronctl.jobs.violation",

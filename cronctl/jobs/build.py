@@ -7,6 +7,7 @@ them are collected before giving up on the job.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -35,6 +36,8 @@ from cronctl.jobs.violation import Violation, did_you_mean
 
 ID_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,200}")
 _COMMAND_ONLY = ("shell", "env", "cwd")
+_SCHEDULE_INPUTS = frozenset({"cron", "every", "anchor", "timezone", "dst_gap", "dst_fold",
+                              "timeout", "misfire_policy"})
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,12 @@ class BuildResult:
     job: JobDefinition | None = None
     violations: list[Violation] = field(default_factory=list)
     warnings: list[Violation] = field(default_factory=list)
+
+
+@functools.lru_cache(maxsize=1024)
+def _expression(text: str) -> CronExpression:
+    """Parsed expressions are immutable; job sets repeat a few of them many times."""
+    return CronExpression(text)
 
 
 def check_id(job_id: Any) -> str | None:
@@ -98,6 +107,7 @@ def build_job(raw: RawJob, ctx: BuildContext) -> BuildResult:
 
     values = raw.values
     conv: dict[str, Any] = {}
+    failed: set[str] = set()  # keys whose value could not be read
     for key, value in values.items():
         if key not in JOB_KEYS:
             violation(key, f"unknown key{did_you_mean(key, JOB_KEYS)}")
@@ -109,6 +119,7 @@ def build_job(raw: RawJob, ctx: BuildContext) -> BuildResult:
             conv[key] = convert(value)
         except BadValue as exc:
             violation(key, str(exc))
+            failed.add(key)
 
     # -- the schedule: exactly one of cron / every ---------------------------------------
     expression: CronExpression | None = None
@@ -119,11 +130,10 @@ def build_job(raw: RawJob, ctx: BuildContext) -> BuildResult:
                           "(e.g. \"90s\")")
     elif "cron" in values:
         try:
-            expression = CronExpression(to_text(values["cron"], blank_ok=False))
-        except BadValue as exc:
+            expression = _expression(to_text(values["cron"], blank_ok=False))
+        except (BadValue, CronSyntaxError) as exc:
             violation("cron", str(exc))
-        except CronSyntaxError as exc:
-            violation("cron", str(exc))
+            failed.add("cron")
         if "anchor" in values:
             violation("anchor", "'anchor' only applies to 'every' schedules")
 
@@ -173,8 +183,6 @@ def build_job(raw: RawJob, ctx: BuildContext) -> BuildResult:
         MisfirePolicy.FIRE_NOW if mode is Mode.SINGLE_INSTANCE else MisfirePolicy.SKIP,
     )
     enabled: bool = conv.get("enabled", True)
-    if result.violations:
-        return result
 
     # -- checks that need the whole job ----------------------------------------------------
     every: timedelta | None = conv.get("every")
@@ -183,10 +191,12 @@ def build_job(raw: RawJob, ctx: BuildContext) -> BuildResult:
     dst_fold: DstFold = conv.get("dst_fold", DstFold.AUTO)
     anchor: datetime = conv.get("anchor", EPOCH)
     timeout: timedelta | None = conv.get("timeout")
-    schedule = checks.make_schedule(expression, every, anchor, timezone, dst_gap, dst_fold)
-    for kind, key, message in checks.check_schedule(schedule, ctx.now, timeout, misfire):
-        (violation if kind == "violation" else warning)(key, message)
-    if ctx.check_targets and enabled:
+    # These run whenever their own inputs could be read, so one run reports everything.
+    if (expression is not None or every is not None) and not failed & _SCHEDULE_INPUTS:
+        schedule = checks.make_schedule(expression, every, anchor, timezone, dst_gap, dst_fold)
+        for kind, key, message in checks.check_schedule(schedule, ctx.now, timeout, misfire):
+            (violation if kind == "violation" else warning)(key, message)
+    if ctx.check_targets and enabled and not failed & {"target", "enabled"}:
         problem = None
         if isinstance(target, ServiceTarget):
             problem = checks.check_service_target(target, ctx.registry)

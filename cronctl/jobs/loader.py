@@ -155,7 +155,15 @@ def _load(config: Config, *, now: datetime | None, registry: ServiceRegistry | N
             built[result.job.id] = result.job
         elif isinstance(raw.id, str):
             failed[raw.id] = result.violations
+    violations.sort(key=_source_order)
+    warnings.sort(key=_source_order)
     return _Loaded(built, failed, violations, warnings, registry, len(raws))
+
+
+def _source_order(violation: Violation) -> tuple[str, int]:
+    """Files in name order, then by line; Python objects (no line) sort by name."""
+    path, _, line = violation.source.rpartition(":")
+    return (path, int(line)) if line.isdigit() else (violation.source, 0)
 
 
 def _override(decorated: RawJob, table: TomlJob) -> RawJob:

@@ -39,7 +39,11 @@ class Violation:
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """`` (did you mean 'x'?)`` for the closest choice, or an empty string."""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    options = list(choices)
+    close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
+    if not close and len(word) >= 3:
+        # A prefix ("single" for "single_instance") is as telling as a typo.
+        close = [c for c in options if c.lower().startswith(word.lower())][:1]
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 

@@ -272,3 +272,16 @@ def test_warning_fire_all_per_second(write: WriteJob, load: Load) -> None:
                     'misfire_policy = "fire_all"\n')
     result = load()
     assert [(w.job, w.key) for w in result.warnings] == [("w", "misfire_policy")]
+
+
+def test_independent_checks_still_run_next_to_other_violations(write: WriteJob,
+                                                               load: Load) -> None:
+    write("a.toml", '[jobs.b]\nevery = "1m"\ntarget = "service:x.y.z"\nmode = "single"\n'
+                    '[jobs.c]\ncron = "0 0 0 1 * MON"\ncommand = ["x"]\nmax_attempts = 0\n')
+    result = load()
+    assert sorted((v.job, v.key) for v in result.violations) == [
+        ("b", "mode"), ("b", "target"), ("c", "max_attempts")]
+    mode = next(v for v in result.violations if v.key == "mode")
+    assert "did you mean 'single_instance'" in mode.message
+    assert [v.source.rsplit(":", 1)[1] for v in result.violations] == ["3", "4", "8"]
+    assert [(w.job, w.key) for w in result.warnings] == [("c", "cron")]
