@@ -7,7 +7,6 @@ works on those sets, so two spellings of the same set behave the same everywhere
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 from cronctl.cron.errors import CronSyntaxError
 
@@ -24,19 +23,23 @@ DAY_NAMES: Mapping[str, int] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
 class FieldSpec:
     """One of the six positions.
 
     ``high`` is the largest value the text may name; ``top`` is where ``*`` and ``A/N`` stop.
     They differ only for day-of-week, where 7 (= Sunday) is accepted but ``*`` means 0-6.
+    (A plain class, not a dataclass: this module is on ``cronctl next``'s start-up path.)
     """
 
-    name: str
-    low: int
-    high: int
-    top: int
-    names: Mapping[str, int] = field(default_factory=dict)
+    __slots__ = ("name", "low", "high", "top", "names")
+
+    def __init__(self, name: str, low: int, high: int, top: int,
+                 names: Mapping[str, int] | None = None) -> None:
+        self.name = name
+        self.low = low
+        self.high = high
+        self.top = top
+        self.names: Mapping[str, int] = names if names is not None else {}
 
     def error(self, message: str, text: str) -> CronSyntaxError:
         return CronSyntaxError(f"{self.name} field: {message}", field=self.name, text=text)
@@ -58,19 +61,28 @@ DAY_OF_WEEK = FieldSpec("day-of-week", 0, 7, 6, DAY_NAMES)
 SPECS = (SECOND, MINUTE, HOUR, DAY_OF_MONTH, MONTH, DAY_OF_WEEK)
 
 
-@dataclass(frozen=True, slots=True)
 class ParsedField:
     """What one field allows. ``values`` for day-of-week are 0-6 (7 folded onto 0).
 
     ``last_day`` is ``L`` in day-of-month; ``nth`` holds ``(weekday, k)`` for ``N#k``;
-    ``last_weekdays`` holds N for ``NL``.
+    ``last_weekdays`` holds N for ``NL``. Treated as immutable (results are cached).
     """
 
-    values: frozenset[int]
-    text: str
-    last_day: bool = False
-    nth: frozenset[tuple[int, int]] = frozenset()
-    last_weekdays: frozenset[int] = frozenset()
+    __slots__ = ("values", "text", "last_day", "nth", "last_weekdays")
+
+    def __init__(
+        self,
+        values: frozenset[int],
+        text: str,
+        last_day: bool = False,
+        nth: frozenset[tuple[int, int]] = frozenset(),
+        last_weekdays: frozenset[int] = frozenset(),
+    ) -> None:
+        self.values = values
+        self.text = text
+        self.last_day = last_day
+        self.nth = nth
+        self.last_weekdays = last_weekdays
 
 
 def _value(spec: FieldSpec, token: str, item: str) -> int:

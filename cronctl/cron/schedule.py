@@ -159,6 +159,10 @@ class Schedule:
     def __setattr__(self, name: str, value: object) -> NoReturn:
         raise AttributeError("Schedule is immutable")
 
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Schedule, (self.expression or self.interval, self.zone, self.dst_gap,
+                           self.dst_fold))
+
     def _key(self) -> tuple[object, ...]:
         return (self.expression, self.interval, self.timezone, self.dst_gap, self.dst_fold)
 

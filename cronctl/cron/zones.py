@@ -168,6 +168,7 @@ class Timeline:
         ):
             self._cover(lo, hi + 1)
             lo, hi, times, before, after = self._state
+            i = bisect_right(times, u)  # another thread may have prepended buckets
         start: int | None = None
         end: int | None = None
         start_before = end_after = off = 0

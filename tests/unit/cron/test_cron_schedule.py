@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from datetime import UTC, datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
@@ -202,6 +203,9 @@ def test_schedule_value_semantics() -> None:
     assert a.text == "0 */15 * * * *"
     assert a.explain() == "Every 15 minutes"
     assert "Europe/Helsinki" in repr(a)
+    assert pickle.loads(pickle.dumps(a)) == a
+    every = Schedule("@every 90s")
+    assert pickle.loads(pickle.dumps(every)) == every
 
 
 def test_bad_expression_through_schedule() -> None:
