@@ -5,10 +5,10 @@ that changed is seen at the next fire), ``python:`` through :func:`importlib.imp
 (cheap once imported; a module whose import failed is not in ``sys.modules`` and is
 imported again, with the finder caches invalidated, at the next fire).
 
-Sync handlers run in a bounded :class:`~concurrent.futures.ThreadPoolExecutor`;
-``async def`` handlers are awaited on one shared event-loop thread. How a callable is
-called (with a :class:`~cronctl.context.JobContext` or without, sync or async) is decided
-once per function from its signature and cached.
+Sync handlers run in a bounded thread pool (:class:`~cronctl.dispatch.workers.WorkerPool`,
+a futures-free ``ThreadPoolExecutor``); ``async def`` handlers are awaited on one shared
+event-loop thread. How a callable is called (with a :class:`~cronctl.context.JobContext`
+or without, sync or async) is decided once per function from its signature and cached.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import sys
 import threading
 import traceback
 from collections.abc import Awaitable, Callable, Coroutine
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +30,7 @@ from cronctl.context import JobContext
 from cronctl.dispatch.base import DispatchRequest, LogSink, Outcome, TargetUnresolved
 from cronctl.dispatch.interceptors import Interceptors
 from cronctl.dispatch.jobcontext import make_context
+from cronctl.dispatch.workers import CancelFlag, WorkerPool
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, PythonTarget, ServiceTarget
 
 log = logging.getLogger("cronctl.dispatch")
@@ -179,11 +180,13 @@ class PythonDispatcher:
         service_resolver: ServiceResolver | None = None,
         interceptors: Interceptors | None = None,
     ) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=max(1, max_workers),
-                                        thread_name_prefix="cronctl-job")
+        self._pool = WorkerPool(max(1, max_workers), name="cronctl-job")
         self._resolve_service = service_resolver or _default_service_resolver
         self._interceptors = interceptors or Interceptors(())
         self._shapes: dict[Any, _CallShape] = {}
+        # What the runtime's resolve() just found, taken by the start() that follows it,
+        # so a fire resolves its target once (job id -> (target, callable)).
+        self._resolved: dict[str, tuple[object, Callable[..., Any]]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
         self._loop_lock = threading.Lock()
@@ -191,7 +194,7 @@ class PythonDispatcher:
     # --- resolution ----------------------------------------------------------------------
 
     def resolve(self, job: JobDefinition) -> None:
-        self._callable(job)
+        self._resolved[job.id] = (job.target, self._callable(job))
 
     def _callable(self, job: JobDefinition) -> Callable[..., Any]:
         target = job.target
@@ -224,11 +227,14 @@ class PythonDispatcher:
     def start(
         self, request: DispatchRequest, sink: LogSink, on_done: Callable[[Outcome], None]
     ) -> PythonHandle:
-        ctx = make_context(request, sink)
+        ctx = make_context(request, sink, CancelFlag())
         execution = _Execution(request, sink, ctx, on_done, self._interceptors)
         handle = PythonHandle(execution)
+        job = request.job
         try:
-            fn = self._callable(request.job)
+            cached = self._resolved.pop(job.id, None)
+            fn = cached[1] if cached is not None and cached[0] == job.target else (
+                self._callable(job))
             shape = self._shape(fn)
         except (TargetUnresolved, HandlerSignatureError) as exc:
             _log_to(sink, logging.ERROR, str(exc))
@@ -305,9 +311,14 @@ class PythonDispatcher:
             return self._loop
 
     def shutdown(self, wait: bool = True) -> None:
-        """Stop accepting work. ``wait=True`` waits for running sync handlers; async
-        handlers still running are cancelled either way (their outcome: cancelled/failed)."""
-        self._pool.shutdown(wait=wait, cancel_futures=not wait)
+        """Stop accepting work. ``wait=True`` waits for running sync handlers; with
+        ``wait=False`` handlers still queued never start (their outcome: cancelled). Async
+        handlers still running are cancelled either way."""
+        for _fn, args in self._pool.shutdown(wait=wait):
+            execution = args[0]
+            if isinstance(execution, _Execution):
+                execution.finish(Outcome(ExecutionStatus.CANCELLED,
+                                         error="scheduler shut down before it started"))
         with self._loop_lock:
             loop, thread = self._loop, self._loop_thread
             self._loop = self._loop_thread = None

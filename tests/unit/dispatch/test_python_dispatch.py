@@ -175,9 +175,10 @@ def test_async_cancel(dispatcher: PythonDispatcher, registry: Registry) -> None:
 
 def test_abandon_reports_once_and_ignores_the_late_result(dispatcher: PythonDispatcher,
                                                           registry: Registry) -> None:
-    release, finished = threading.Event(), threading.Event()
+    started, release, finished = threading.Event(), threading.Event(), threading.Event()
 
     def stuck() -> None:
+        started.set()
         release.wait(5)
         finished.set()
 
@@ -185,6 +186,7 @@ def test_abandon_reports_once_and_ignores_the_late_result(dispatcher: PythonDisp
     sink, done = RecordingSink(), OutcomeRecorder()
     handle = dispatcher.start(request_for(service_job(timeout=timedelta(seconds=2))), sink,
                               done)
+    assert started.wait(5)
     handle.abandon()
     outcome = done.wait()
     assert outcome.status is ExecutionStatus.ABANDONED
@@ -194,6 +196,64 @@ def test_abandon_reports_once_and_ignores_the_late_result(dispatcher: PythonDisp
     assert finished.wait(5)
     time.sleep(0.05)  # give a (wrong) second on_done the chance to show up
     assert len(done.outcomes) == 1
+
+
+def test_abandoned_before_a_worker_took_it_never_runs(registry: Registry) -> None:
+    dispatcher = PythonDispatcher(1, service_resolver=registry.__getitem__)
+    release, ran = threading.Event(), []
+    registry["ns.svc.block"] = lambda: release.wait(5)
+    registry["ns.svc.op"] = lambda: ran.append(1)
+    first, second = OutcomeRecorder(), OutcomeRecorder()
+    dispatcher.start(request_for(service_job("ns.svc.block")), RecordingSink(), first)
+    handle = dispatcher.start(request_for(service_job()), RecordingSink(), second)
+    handle.abandon()  # still queued behind the blocked one
+    assert second.wait().status is ExecutionStatus.ABANDONED
+    release.set()
+    assert first.wait().status is ExecutionStatus.SUCCEEDED
+    dispatcher.shutdown(wait=True)
+    assert ran == [] and len(second.outcomes) == 1
+
+
+def test_shutdown_without_wait_cancels_queued_handlers(registry: Registry) -> None:
+    dispatcher = PythonDispatcher(1, service_resolver=registry.__getitem__)
+    started, release = threading.Event(), threading.Event()
+
+    def block() -> None:
+        started.set()
+        release.wait(5)
+
+    registry["ns.svc.block"] = block
+    registry["ns.svc.op"] = lambda: None
+    first, queued = OutcomeRecorder(), OutcomeRecorder()
+    dispatcher.start(request_for(service_job("ns.svc.block")), RecordingSink(), first)
+    dispatcher.start(request_for(service_job()), RecordingSink(), queued)
+    assert started.wait(5)
+    dispatcher.shutdown(wait=False)
+    assert queued.wait() == Outcome(ExecutionStatus.CANCELLED,
+                                    error="scheduler shut down before it started")
+    release.set()
+    assert first.wait().status is ExecutionStatus.SUCCEEDED
+
+
+def test_resolution_happens_once_per_fire(registry: Registry) -> None:
+    lookups: list[str] = []
+
+    def resolve(op_id: str) -> Callable[..., Any]:
+        lookups.append(op_id)
+        return registry[op_id]
+
+    registry["ns.svc.op"] = lambda: None
+    dispatcher = PythonDispatcher(1, service_resolver=resolve)
+    definition = service_job()
+    dispatcher.resolve(definition)  # what the runtime does before start()
+    done = OutcomeRecorder()
+    dispatcher.start(request_for(definition), RecordingSink(), done)
+    assert done.wait().status is ExecutionStatus.SUCCEEDED
+    done2 = OutcomeRecorder()
+    dispatcher.start(request_for(definition), RecordingSink(), done2)  # no resolve() first
+    assert done2.wait().status is ExecutionStatus.SUCCEEDED
+    assert lookups == ["ns.svc.op", "ns.svc.op"]
+    dispatcher.shutdown()
 
 
 def test_service_target_is_resolved_on_every_fire(dispatcher: PythonDispatcher,

@@ -1,0 +1,63 @@
+"""WorkerPool and CancelFlag."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from cronctl.dispatch.workers import CancelFlag, WorkerPool
+
+
+def test_pool_runs_everything_in_order_with_one_worker() -> None:
+    pool = WorkerPool(1)
+    seen: list[int] = []
+    for i in range(100):
+        pool.submit(seen.append, i)
+    pool.shutdown(wait=True)
+    assert seen == list(range(100))
+    assert pool.threads == 1
+
+
+def test_pool_never_exceeds_its_bound() -> None:
+    pool = WorkerPool(3)
+    release = threading.Event()
+    running, peak, lock = [0], [0], threading.Lock()
+
+    def task() -> None:
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        release.wait(5)
+        with lock:
+            running[0] -= 1
+
+    for _ in range(10):
+        pool.submit(task)
+    time.sleep(0.05)
+    release.set()
+    pool.shutdown(wait=True)
+    assert peak[0] == 3 and pool.threads == 3
+
+
+def test_a_raising_task_does_not_kill_the_worker() -> None:
+    pool = WorkerPool(1)
+    done = threading.Event()
+
+    def boom() -> None:
+        raise RuntimeError("bug")
+
+    pool.submit(boom)
+    pool.submit(done.set)
+    assert done.wait(5)
+    pool.shutdown()
+
+
+def test_cancel_flag_behaves_like_an_event() -> None:
+    flag = CancelFlag()
+    assert not flag.is_set()
+    assert flag.wait(0.01) is False
+    threading.Timer(0.05, flag.set).start()
+    assert flag.wait(5) is True
+    assert flag.is_set()
+    flag.clear()
+    assert not flag.is_set()
