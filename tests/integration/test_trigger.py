@@ -1,0 +1,91 @@
+"""``cronctl trigger``: through a running scheduler, ``--here``, and the failure modes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_run_support import Project, open_sqlite
+
+from cronctl.jobs.model import ExecutionStatus, Origin
+
+pytestmark = pytest.mark.slow
+
+JOBS = '''
+[jobs.daily]
+cron = "0 0 3 * * *"
+target = "python:cronctl_test_handlers:work"
+
+[jobs.broken]
+cron = "0 0 3 * * *"
+target = "python:cronctl_test_handlers:fail"
+max_attempts = 2
+retry_backoff = "1s"
+'''
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Project:
+    p = Project(tmp_path, f"sqlite:///{tmp_path / 'state.db'}")
+    p.jobs(JOBS)
+    return p
+
+
+def test_trigger_wait_runs_on_the_live_scheduler(project: Project) -> None:
+    run = project.start()
+    try:
+        assert run.wait_for(lambda t: "ready node=" in t), run.text()
+        result = project.cli("trigger", "daily", "--wait", "--json")
+        assert result.returncode == 0, result.stderr
+        doc = json.loads(result.stdout)
+        execution = doc["execution"]
+        assert (execution["status"], execution["origin"], execution["node"]) == (
+            "succeeded", "manual", "node-a")
+        failed = project.cli("trigger", "broken", "--wait", "--json")
+        assert failed.returncode == 1
+        final = json.loads(failed.stdout)["execution"]
+        assert (final["status"], final["attempt"]) == ("dead_letter", 2)
+        queued = project.cli("trigger", "daily")
+        assert queued.returncode == 0 and "queued" in queued.stdout
+        assert run.wait_for(lambda t: t.count("finished job=daily") == 2), run.text()
+    finally:
+        assert run.stop() == 0
+    store = open_sqlite(project)
+    try:
+        rows = store.list_executions(job_id="daily", limit=None)
+        assert len(rows) == 2 and all(r.origin is Origin.MANUAL for r in rows)
+        lines = [line.message for line in store.read_logs(rows[-1].id)]
+        assert "hello from daily attempt 1" in lines
+    finally:
+        store.close()
+
+
+def test_trigger_without_live_scheduler_suggests_here(project: Project) -> None:
+    project.cli("db", "upgrade")
+    result = project.cli("trigger", "daily")
+    assert result.returncode == 1
+    assert "no live scheduler" in result.stderr and "--here" in result.stderr
+
+
+def test_trigger_here_runs_in_process(project: Project) -> None:
+    result = project.cli("trigger", "daily", "--here", "--json")
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["status"] == "succeeded"
+    store = open_sqlite(project)
+    try:
+        record = store.get_execution(doc["execution_id"])
+        assert record is not None and record.status is ExecutionStatus.SUCCEEDED
+        assert record.origin is Origin.MANUAL
+        assert "hello from daily attempt 1" in [x.message for x in store.read_logs(record.id)]
+    finally:
+        store.close()
+    failed = project.cli("trigger", "broken", "--here")
+    assert failed.returncode == 1 and "dead_letter" in failed.stdout
+
+
+def test_trigger_unknown_job_exits_3(project: Project) -> None:
+    result = project.cli("trigger", "dialy")
+    assert result.returncode == 3
+    assert "daily" in result.stderr  # did you mean
