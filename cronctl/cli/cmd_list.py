@@ -108,6 +108,7 @@ def _cells(row: ListRow, now: datetime) -> list[str]:
 
 
 HEADERS = ["ID", "SCHEDULE", "ZONE", "MODE", "TARGET", "NEXT FIRE", "LAST STATUS"]
+_MIN_WIDTH = {"SCHEDULE": 9, "ZONE": 5, "MODE": 8, "TARGET": 10, "LAST STATUS": 7}
 
 
 def render_plain(rows: Sequence[ListRow], now: datetime) -> str:
@@ -119,16 +120,19 @@ def render_plain(rows: Sequence[ListRow], now: datetime) -> str:
     )
 
 
-def _render_rich(rows: Sequence[ListRow], now: datetime, color: bool) -> None:
+def _render_rich(rows: Sequence[ListRow], now: datetime, color: bool,
+                 width: int | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
     table = Table(box=None, header_style="bold")
     for header in HEADERS:
-        table.add_column(header, overflow="fold")
+        # Narrow terminals fold every column but the id.
+        whole = header == "ID"
+        table.add_column(header, no_wrap=whole, overflow="fold", min_width=_MIN_WIDTH.get(header))
     for row in rows:
         table.add_row(*_cells(row, now), style=None if row.enabled else "dim")
-    Console(no_color=not color, highlight=False).print(table)
+    Console(no_color=not color, highlight=False, width=width).print(table)
 
 
 def list_jobs(

@@ -117,7 +117,7 @@ def discover_services(
         source = ep.value
         try:
             obj = ep.load()
-        except Exception as exc:  # anything the plugin's import does
+        except (Exception, SystemExit) as exc:  # anything the plugin's import does
             violations.append(
                 Violation(
                     source,

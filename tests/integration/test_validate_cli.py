@@ -313,3 +313,24 @@ def test_light_commands_do_not_import_the_database_stack(command: str) -> None:
     proc = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True,
                           text=True, timeout=60)
     assert "HEAVY []" in proc.stderr, proc.stderr
+
+
+def test_rich_table_for_terminals(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from datetime import UTC, datetime
+
+    from cronctl.cli.cmd_list import ListRow, _render_rich
+
+    now = datetime(2026, 5, 1, tzinfo=UTC)
+    row = ListRow(id="backup", schedule="0 30 2 * * *", timezone="Europe/Berlin",
+                  mode="single_instance", target="backup --all", enabled=True, paused=False,
+                  next_fire=datetime(2026, 5, 1, 0, 30, tzinfo=UTC), last_status="failed",
+                  description=None)
+    _render_rich([row], now, color=False, width=160)
+    out = capsys.readouterr().out
+    assert "backup" in out and "2026-05-01T00:30:00Z (in 30m)" in out and "failed" in out
+
+
+def test_quiet_validate_prints_nothing_when_clean(project: Path) -> None:
+    write(project, "a.toml", GOOD)
+    run = cli("-q", "validate")
+    assert (run.code, run.stdout) == (0, "")

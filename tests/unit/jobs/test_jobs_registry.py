@@ -234,3 +234,9 @@ def test_empty_registry_says_nothing_is_registered(load: Load, write: WriteJob) 
     write("a.toml", '[jobs.x]\nevery = "1m"\ntarget = "service:a.b.c"\n')
     (violation,) = load(registry=ServiceRegistry()).violations
     assert "is the package that provides it installed" in violation.message
+
+
+def test_entry_point_calling_sys_exit_is_one_violation(fake_dists: FakeDists) -> None:
+    mod = fake_dists.module(fake_dists.unique("exit_pkg"), "import sys\nsys.exit(3)\n")
+    (violation,) = discover_services([EntryPoint("e", mod, "cronctl.services")]).violations
+    assert "SystemExit: 3" in violation.message
