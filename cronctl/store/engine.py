@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -66,7 +67,7 @@ def _sqlite_engine(parsed: sa.engine.URL) -> Engine:
             cur.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
             cur.execute("PRAGMA foreign_keys = ON")
             if not memory:
-                cur.execute("PRAGMA journal_mode = WAL")
+                _enable_wal(cur)
                 cur.execute("PRAGMA synchronous = NORMAL")
         finally:
             cur.close()
@@ -77,6 +78,29 @@ def _sqlite_engine(parsed: sa.engine.URL) -> Engine:
         conn.exec_driver_sql(f"BEGIN {mode}")
 
     return engine
+
+
+def _enable_wal(cur: Any) -> None:
+    """Switch the file to WAL (persistent: only the first connection ever does it).
+
+    SQLite does not call the busy handler while changing the journal mode, so a
+    connection racing another one's first transaction gets "database is locked" at once;
+    retry for as long as ``busy_timeout`` would have waited."""
+    import sqlite3
+
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            row = cur.execute("PRAGMA journal_mode").fetchone()
+            if row is not None and str(row[0]).lower() == "wal":
+                return
+            cur.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            text = str(error).lower()
+            if ("locked" not in text and "busy" not in text) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
 
 def writer(engine: Engine) -> Engine:
