@@ -28,6 +28,7 @@ from cronctl.jobs.model import ExecutionStatus, JobDefinition, Origin
 from cronctl.runtime.firing import Firing, first_line
 from cronctl.runtime.io import IoWorker
 from cronctl.runtime.notify import Notifier, SystemdNotifier
+from cronctl.runtime.serialize import serialized
 from cronctl.store.base import ExecutionRecord, Store
 
 log = logging.getLogger("cronctl.runtime")
@@ -63,7 +64,7 @@ class Scheduler:
         notifier: Notifier | None = None,
     ) -> None:
         self.config = config
-        self.store = store
+        self.store = store = serialized(store)
         self.clock = clock or _utcnow
         self.notifier = notifier if notifier is not None else SystemdNotifier.from_env()
         self._own_dispatcher = dispatcher is None
