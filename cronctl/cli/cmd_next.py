@@ -215,6 +215,19 @@ def _render_rich(target: NextTarget, start: datetime, rows: Sequence[FireRow],
     console.print(table)
 
 
+def _job_lookup(ctx: typer.Context) -> JobLookup:
+    """Look a job id up in the configuration (loaded only when the argument is an id)."""
+
+    def lookup(job_id: str) -> NextTarget | None:
+        from cronctl.config import load_config
+        from cronctl.jobs import find_job, job_schedule
+
+        job = find_job(load_config(global_options(ctx)), job_id)
+        return NextTarget(job.id, job_schedule(job), job.timezone)
+
+    return lookup
+
+
 def next_command(
     ctx: typer.Context,
     expression: Annotated[str, typer.Argument(
@@ -236,7 +249,7 @@ def next_command(
     """Show the next fire times of a job or expression, in local time and UTC, with a
     plain-English reading and DST notes."""
     options = global_options(ctx)
-    target = resolve_next_target(expression, tz)
+    target = resolve_next_target(expression, tz, jobs=_job_lookup(ctx))
     now = datetime.now(UTC)  # the CLI edge is where the clock is read
     begin = parse_from(start, now, target.timezone)
     rows = next_fires(target, begin, count)

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -159,3 +160,48 @@ def test_python_m_cronctl_next() -> None:
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2
     assert bad.stderr == "error: minute field: 61 is out of range 0-59\n"
+
+
+def _jobs_dir(tmp_path: Path) -> Path:
+    jobs = tmp_path / "jobs.d"
+    jobs.mkdir()
+    (jobs / "a.toml").write_text(textwrap.dedent("""\
+        [jobs.backup]
+        cron = "0 30 1 * * *"
+        timezone = "America/New_York"
+        dst_fold = "both"
+        command = ["true"]
+        """))
+    return jobs
+
+
+def test_job_id_uses_the_jobs_zone_and_dst_policy(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    jobs = _jobs_dir(tmp_path)
+    try:
+        main(["--jobs-dir", str(jobs), "--database", "none", "next", "backup",
+              "--from", "2026-10-31T12:00:00Z", "-n", "3", "--json"])
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, _ = capsys.readouterr()
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["job"] == "backup"
+    assert doc["timezone"] == "America/New_York"
+    # dst_fold = "both": 01:30 on 11-01 fires in both passes of the repeated hour.
+    assert [f["utc"] for f in doc["fires"]] == [
+        "2026-11-01T05:30:00Z", "2026-11-01T06:30:00Z", "2026-11-02T06:30:00Z",
+    ]
+
+
+def test_unknown_job_id_exits_3_with_did_you_mean(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    jobs = _jobs_dir(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        main(["--jobs-dir", str(jobs), "--database", "none", "next", "backp"])
+    assert exc.value.code == 3
+    err = capsys.readouterr().err
+    assert err.strip() == "error: no job 'backp' (did you mean 'backup'?)"
