@@ -135,6 +135,22 @@ def _render_rich(rows: Sequence[ListRow], now: datetime, color: bool,
     Console(no_color=not color, highlight=False, width=width).print(table)
 
 
+def _statuses(checked: Any) -> JobStatusSource | None:
+    """Last status and paused flags from the state database; without it (unreadable,
+    unreachable) the jobs are still listed, with a warning on stderr."""
+    from cronctl.errors import StoreError
+    from cronctl.store.status import read_statuses
+
+    config = checked.config
+    try:
+        return read_statuses(
+            config.database, [job.id for job in checked.result.jobs], node_id=config.node_id
+        )
+    except StoreError as exc:
+        typer.echo(f"warning: {exc}; last status and paused flags not shown", err=True)
+        return None
+
+
 def list_jobs(
     ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
@@ -151,7 +167,7 @@ def list_jobs(
         typer.echo(f"error: {len(checked.violations)} violation(s); fix them (see "
                    "'cronctl validate') before listing", err=True)
         raise typer.Exit(1)
-    rows = list_rows(checked.config, checked.result.jobs, now)
+    rows = list_rows(checked.config, checked.result.jobs, now, _statuses(checked))
     if as_json:
         typer.echo(json.dumps({"jobs": [row.to_json() for row in rows]}, indent=2))
     elif not rows:
