@@ -276,3 +276,29 @@ def test_children_are_reaped(dispatcher: CommandDispatcher) -> None:
     assert done.wait().status is ExecutionStatus.SUCCEEDED
     pid = int(sink.messages[0])
     assert not Path(f"/proc/{pid}").exists()  # not even a zombie
+
+
+def test_interceptors_see_commands_too() -> None:
+    from cronctl.context import JobContext
+    from cronctl.dispatch.base import Outcome
+    from cronctl.dispatch.interceptors import Interceptors
+
+    events: list[tuple[str, object]] = []
+
+    class Recorder:
+        def on_dispatch(self, ctx: JobContext) -> None:
+            events.append(("dispatch", ctx.execution_id))
+
+        def on_complete(self, ctx: JobContext, outcome: Outcome) -> None:
+            events.append(("complete", outcome.status))
+
+    dispatcher = CommandDispatcher(interceptors=Interceptors([Recorder()]))
+    try:
+        _, done = run(dispatcher, job("true"), execution_id=5)
+        assert done.wait().status is ExecutionStatus.SUCCEEDED
+        _, done = run(dispatcher, job("no-such-command-abc"), execution_id=6)
+        assert done.wait().status is ExecutionStatus.FAILED
+    finally:
+        dispatcher.shutdown()
+    assert events == [("dispatch", 5), ("complete", ExecutionStatus.SUCCEEDED),
+                      ("dispatch", 6), ("complete", ExecutionStatus.FAILED)]

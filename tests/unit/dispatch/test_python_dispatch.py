@@ -391,3 +391,38 @@ def test_interceptors_see_dispatch_and_completion_and_cannot_break_a_job(
     assert events == [("dispatch", "py-job"), ("complete", ExecutionStatus.SUCCEEDED)]
     assert sum("interceptor bug" in r.getMessage() or "raised in on_" in r.getMessage()
                for r in caplog.records) == 2
+
+
+def test_service_targets_go_through_the_process_registry() -> None:
+    from cronctl.jobs import registry as reg
+
+    class Reports:
+        def daily(self, ctx: JobContext) -> None:
+            ctx.log.info("v1 for %s", ctx.job_id)
+
+    class ReportsV2:
+        def daily(self) -> None:
+            raise RuntimeError("v2")
+
+    def registry_of(cls: type) -> reg.ServiceRegistry:
+        op = reg.Operation("acme.reports.daily", cls, "daily", "test:Reports.daily")
+        return reg.ServiceRegistry(operations={op.id: op})
+
+    previous = reg._default
+    dispatcher = PythonDispatcher(1)
+    try:
+        reg.set_default_registry(registry_of(Reports))
+        definition = service_job("acme.reports.daily")
+        dispatcher.resolve(definition)
+        sink, done = run(dispatcher, definition)
+        assert done.wait().status is ExecutionStatus.SUCCEEDED
+        assert sink.messages == ["v1 for py-job"]
+        reg.set_default_registry(registry_of(ReportsV2))  # e.g. after a reload
+        dispatcher.resolve(definition)
+        _, done = run(dispatcher, definition)
+        assert done.wait() == Outcome(ExecutionStatus.FAILED, error="RuntimeError: v2")
+        with pytest.raises(TargetUnresolved, match="no registered service operation"):
+            dispatcher.resolve(service_job("acme.reports.weekly"))
+    finally:
+        reg._default = previous
+        dispatcher.shutdown()
