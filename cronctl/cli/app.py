@@ -5,10 +5,13 @@ command bodies so that ``next``, ``validate`` and ``list`` start fast."""
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+import typer.core
+import typer.main
 
 from cronctl.cli.options import GlobalOptions
 from cronctl.errors import CronctlError
@@ -72,11 +75,56 @@ def _register_commands() -> None:
         module.register(app)
 
 
+_GLOBAL_PANEL = "Global options (also accepted before the command)"
+
+
+def _merge_global(ctx: typer.Context, param: typer.CallbackParam, value: Any) -> None:
+    """A global option given after the command name: fold it into the root's options."""
+    if value is None or value is False or value == 0 or param.name is None:
+        return
+    root = ctx.find_root()
+    options = root.obj if isinstance(root.obj, GlobalOptions) else GlobalOptions()
+    changes: dict[str, Any] = {param.name: value}
+    if param.name == "verbose":
+        changes = {"verbose": options.verbose + int(value)}
+    elif param.name in ("config", "jobs_dir"):
+        changes = {param.name: Path(value)}
+    root.obj = replace(options, **changes)
+
+
+def _global_params() -> list[typer.core.TyperOption]:
+    def option(*decls: str, help: str, **kwargs: Any) -> typer.core.TyperOption:
+        return typer.core.TyperOption(param_decls=list(decls), help=help, expose_value=False,
+                                      callback=_merge_global, rich_help_panel=_GLOBAL_PANEL,
+                                      **kwargs)
+
+    return [
+        option("--config", "-c", "config", type=str, metavar="PATH", help="Config file."),
+        option("--database", "database", type=str, metavar="URL",
+               help="Database URL, or 'none' for memory."),
+        option("--jobs-dir", "jobs_dir", type=str, metavar="PATH",
+               help="Directory of *.toml job files."),
+        option("--verbose", "-v", "verbose", count=True, default=0, help="More output."),
+        option("--quiet", "-q", "quiet", is_flag=True, default=False, help="Less output."),
+        option("--no-color", "no_color", is_flag=True, default=False, help="No colours."),
+    ]
+
+
+def _add_global_options(command: Any) -> None:
+    """SPEC: the global options work on every command, after its name too
+    (``cronctl validate -c x.toml``), not only before it."""
+    for sub in getattr(command, "commands", {}).values():
+        sub.params.extend(_global_params())
+        _add_global_options(sub)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the app, turning user errors into one line and an exit code."""
     _register_commands()
+    command = typer.main.get_command(app)
+    _add_global_options(command)
     try:
-        app(args=argv, standalone_mode=True)
+        command.main(args=argv, standalone_mode=True)
     except CronctlError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(exc.exit_code) from None
