@@ -45,6 +45,9 @@ class Config:
     heartbeat_interval: timedelta = timedelta(seconds=5)
     clock_skew_limit: timedelta = timedelta(minutes=5)
     auto_migrate: bool = True
+    # False when jobs_dir is the default: a missing default ``jobs.d`` is only a warning
+    # (no file at all is a valid configuration), a missing configured one a violation.
+    jobs_dir_required: bool = True
 
     @property
     def in_memory(self) -> bool:
@@ -115,6 +118,7 @@ def read_config(options: GlobalOptions) -> ConfigResult:
         database=_default_database(),
         jobs_dir=base_dir / "jobs.d",
         node_id=socket.gethostname(),
+        jobs_dir_required="jobs_dir" in values,
     )
     changes: dict[str, Any] = {}
     lines = _key_lines(path) if path is not None and values else {}
@@ -132,7 +136,7 @@ def read_config(options: GlobalOptions) -> ConfigResult:
     if options.database:
         config = replace(config, database=normalize_database(options.database, Path.cwd()))
     if options.jobs_dir is not None:
-        config = replace(config, jobs_dir=options.jobs_dir.absolute())
+        config = replace(config, jobs_dir=options.jobs_dir.absolute(), jobs_dir_required=True)
     return ConfigResult(config=config, violations=tuple(violations))
 
 

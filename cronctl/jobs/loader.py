@@ -101,7 +101,7 @@ def _load(config: Config, *, now: datetime | None, registry: ServiceRegistry | N
     clear_python_cache()
     if registry is None:
         registry = discover_services()
-    files = read_jobs_dir(config.jobs_dir)
+    files = read_jobs_dir(config.jobs_dir, required=config.jobs_dir_required)
     violations: list[Violation] = [*registry.violations, *files.violations]
     raws: list[RawJob] = []
 
@@ -146,7 +146,7 @@ def _load(config: Config, *, now: datetime | None, registry: ServiceRegistry | N
     )
     built: dict[str, JobDefinition] = {}
     failed: dict[str, list[Violation]] = {}
-    warnings: list[Violation] = []
+    warnings: list[Violation] = [*files.warnings]
     for raw in raws:
         result = build_job(raw, ctx)
         violations.extend(result.violations)

@@ -34,14 +34,20 @@ class JobFiles:
     jobs: tuple[TomlJob, ...]
     violations: tuple[Violation, ...]
     files: int
+    warnings: tuple[Violation, ...] = ()
 
 
-def read_jobs_dir(jobs_dir: Path) -> JobFiles:
-    """Every ``*.toml`` in ``jobs_dir``, sorted by name; problems become violations."""
+def read_jobs_dir(jobs_dir: Path, *, required: bool = True) -> JobFiles:
+    """Every ``*.toml`` in ``jobs_dir``, sorted by name; problems become violations.
+    A missing directory that is not ``required`` (the default ``jobs.d``) is a warning."""
     shown = display_path(jobs_dir)
     try:
         paths = sorted(p for p in jobs_dir.iterdir() if p.name.endswith(".toml"))
     except FileNotFoundError:
+        if not required:
+            return JobFiles((), (), 0, (Violation(shown, None, None,
+                                                  "jobs directory does not exist; no TOML "
+                                                  "jobs loaded"),))
         return JobFiles((), (Violation(shown, None, None,
                                        "jobs directory does not exist (set jobs_dir in "
                                        "cronctl.toml or --jobs-dir)"),), 0)
