@@ -42,6 +42,10 @@ class FieldSpec:
         self.names: Mapping[str, int] = names if names is not None else {}
 
     def error(self, message: str, text: str) -> CronSyntaxError:
+        # SPEC: the error names the field, the offending text and the allowed range.
+        allowed = f"{self.low}-{self.high}"
+        if allowed not in message and "out of range" not in message:
+            message += f" (allowed: {allowed})"
         return CronSyntaxError(f"{self.name} field: {message}", field=self.name, text=text)
 
     def describe_values(self) -> str:
@@ -139,7 +143,12 @@ def _range_item(spec: FieldSpec, item: str) -> set[int]:
                 top = _name_like(spec, a_text, spec.top)
                 low = _name_like(spec, b_text, spec.low)
                 tail = low if last == spec.low else f"{low}-{upper_b}"
-                hint = f"write {upper_a}-{top},{tail}"
+                if first > spec.top:  # 7-5 in day-of-week: 7 is Sunday = 0, so 0-5
+                    hint = f"write {tail}"
+                elif first == spec.top:  # SAT-MON: no 'SAT-SAT'
+                    hint = f"write {upper_a},{tail}"
+                else:
+                    hint = f"write {upper_a}-{top},{tail}"
             raise spec.error(f"{upper_a}-{upper_b} is a descending range; {hint}", item)
     else:
         first = _value(spec, base, item)
