@@ -18,10 +18,8 @@ a service. Output still in the pipes is read before the outcome is reported.
 from __future__ import annotations
 
 import contextlib
-import errno
 import heapq
 import itertools
-import json
 import logging
 import os
 import selectors
@@ -32,12 +30,12 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC
 from typing import Any
 
 from cronctl.dispatch.base import DispatchRequest, LogSink, Outcome, TargetUnresolved
 from cronctl.dispatch.interceptors import Interceptors
 from cronctl.dispatch.jobcontext import make_context
+from cronctl.dispatch.procenv import command_env, exit_text, spawn_error
 from cronctl.jobs.model import CommandTarget, ExecutionStatus, JobDefinition
 
 log = logging.getLogger("cronctl.dispatch")
@@ -50,29 +48,6 @@ TRUNCATION_MARKER = (
 )
 _READ_CHUNK = 65536
 _POLL_INTERVAL = 0.01  # only without pidfd support
-
-
-def scheduled_iso(request: DispatchRequest) -> str:
-    """The planned instant as ISO 8601 with ``Z``: ``2026-03-08T07:00:00Z``."""
-    text = request.scheduled_at.astimezone(UTC).replace(tzinfo=None).isoformat()
-    return text + "Z"
-
-
-def command_env(request: DispatchRequest, target: CommandTarget) -> dict[str, str]:
-    """``os.environ`` + the job's ``env`` + the ``CRONCTL_*`` variables (these win)."""
-    env = dict(os.environ)
-    env.update(target.env)
-    env.update(
-        CRONCTL_JOB_ID=request.job.id,
-        CRONCTL_EXECUTION_ID="" if request.execution_id is None else str(request.execution_id),
-        CRONCTL_OCCURRENCE_ID=request.occurrence_id,
-        CRONCTL_SCHEDULED_AT=scheduled_iso(request),
-        CRONCTL_ATTEMPT=str(request.attempt),
-        CRONCTL_FENCING_TOKEN="" if request.fencing_token is None else str(request.fencing_token),
-        CRONCTL_PARAMETERS=json.dumps(dict(request.job.parameters), default=str),
-        CRONCTL_ORIGIN=str(request.origin),
-    )
-    return env
 
 
 def _seconds(value: float) -> str:
@@ -247,7 +222,7 @@ class _Reactor:
                 close_fds=True,
             )
         except OSError as exc:
-            self._complete(child, Outcome(ExecutionStatus.FAILED, error=_spawn_error(exc, argv,
+            self._complete(child, Outcome(ExecutionStatus.FAILED, error=spawn_error(exc, argv,
                                                                                      target)))
             return
         except Exception as exc:  # e.g. ValueError for an embedded NUL byte
@@ -399,7 +374,7 @@ class _Reactor:
         elif returncode == 0:
             outcome = Outcome(ExecutionStatus.SUCCEEDED, exit_code=0)
         else:
-            outcome = Outcome(ExecutionStatus.FAILED, error=_exit_text(returncode),
+            outcome = Outcome(ExecutionStatus.FAILED, error=exit_text(returncode),
                               exit_code=returncode)
         self._complete(child, outcome)
 
@@ -430,18 +405,8 @@ def _exited(pid: int) -> bool:
     return info is not None
 
 
-def _exit_text(returncode: int) -> str:
-    if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
-        return f"killed by {name}"
-    return f"exit code {returncode}"
-
-
 def _stop_outcome(child: _Child, returncode: int | None) -> Outcome:
-    how = "" if returncode is None else "; " + _exit_text(returncode)
+    how = "" if returncode is None else "; " + exit_text(returncode)
     if child.killed and child.stop_reason != "shutdown":
         kill_timeout = child.request.job.kill_timeout.total_seconds()
         how = f"; killed with SIGKILL after {_seconds(kill_timeout)}"
@@ -457,19 +422,6 @@ def _stop_outcome(child: _Child, returncode: int | None) -> Outcome:
         return Outcome(ExecutionStatus.CANCELLED, error="killed at scheduler shutdown",
                        exit_code=returncode)
     return Outcome(ExecutionStatus.CANCELLED, error="cancelled" + how, exit_code=returncode)
-
-
-def _spawn_error(exc: OSError, argv: list[str], target: CommandTarget) -> str:
-    program = argv[0]
-    if target.cwd and isinstance(exc, FileNotFoundError) and exc.filename == target.cwd:
-        return f"working directory not found: {target.cwd}"
-    if isinstance(exc, FileNotFoundError):
-        return f"command not found: {program}"
-    if isinstance(exc, PermissionError) or exc.errno == errno.EACCES:
-        return f"permission denied: {exc.filename or program}"
-    if isinstance(exc, NotADirectoryError):
-        return f"not a directory: {exc.filename or target.cwd or program}"
-    return f"cannot start {program}: {exc.strerror or exc}"
 
 
 class CommandDispatcher:

@@ -1,0 +1,59 @@
+"""What a command sees and how its end is described: its environment, and the one-line
+errors for exits, signals and failed spawns."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+from datetime import UTC
+
+from cronctl.dispatch.base import DispatchRequest
+from cronctl.jobs.model import CommandTarget
+
+
+def scheduled_iso(request: DispatchRequest) -> str:
+    """The planned instant as ISO 8601 with ``Z``: ``2026-03-08T07:00:00Z``."""
+    text = request.scheduled_at.astimezone(UTC).replace(tzinfo=None).isoformat()
+    return text + "Z"
+
+
+def command_env(request: DispatchRequest, target: CommandTarget) -> dict[str, str]:
+    """``os.environ`` + the job's ``env`` + the ``CRONCTL_*`` variables (these win)."""
+    env = dict(os.environ)
+    env.update(target.env)
+    env.update(
+        CRONCTL_JOB_ID=request.job.id,
+        CRONCTL_EXECUTION_ID="" if request.execution_id is None else str(request.execution_id),
+        CRONCTL_OCCURRENCE_ID=request.occurrence_id,
+        CRONCTL_SCHEDULED_AT=scheduled_iso(request),
+        CRONCTL_ATTEMPT=str(request.attempt),
+        CRONCTL_FENCING_TOKEN="" if request.fencing_token is None else str(request.fencing_token),
+        CRONCTL_PARAMETERS=json.dumps(dict(request.job.parameters), default=str),
+        CRONCTL_ORIGIN=str(request.origin),
+    )
+    return env
+
+
+def exit_text(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"killed by {name}"
+    return f"exit code {returncode}"
+
+
+def spawn_error(exc: OSError, argv: list[str], target: CommandTarget) -> str:
+    program = argv[0]
+    if target.cwd and isinstance(exc, FileNotFoundError) and exc.filename == target.cwd:
+        return f"working directory not found: {target.cwd}"
+    if isinstance(exc, FileNotFoundError):
+        return f"command not found: {program}"
+    if isinstance(exc, PermissionError) or exc.errno == errno.EACCES:
+        return f"permission denied: {exc.filename or program}"
+    if isinstance(exc, NotADirectoryError):
+        return f"not a directory: {exc.filename or target.cwd or program}"
+    return f"cannot start {program}: {exc.strerror or exc}"
