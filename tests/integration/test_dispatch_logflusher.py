@@ -21,9 +21,12 @@ from cronctl.store.base import LogEntry, StoreUnavailable
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=["sqlite", "memory", pytest.param("postgres", marks=pytest.mark.postgres)])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    url = f"sqlite:///{tmp_path / 'state.db'}" if request.param == "sqlite" else "none"
+    if request.param == "postgres":
+        url = request.getfixturevalue("postgres_url")
+    else:
+        url = f"sqlite:///{tmp_path / 'state.db'}" if request.param == "sqlite" else "none"
     s = open_store(url, node_id="n1")
     yield s
     s.close()
