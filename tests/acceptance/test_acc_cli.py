@@ -368,6 +368,9 @@ def test_logs(run: Run, executed: Path) -> None:
     assert last.rc == 0 and "oops" in last.out and "hello" not in last.out
     doc = run("logs", "1", "--json", cwd=executed).json()
     assert [line["message"] for line in doc["lines"]] == ["hello", "oops"]
+    # -f on an execution that already ended prints its lines and returns
+    follow = run("logs", "1", "-f", cwd=executed, timeout=15)
+    assert follow.rc == 0 and "hello" in follow.out and "oops" in follow.out
 
 
 def test_cancel_of_a_finished_execution_fails_cleanly(run: Run, executed: Path) -> None:

@@ -315,3 +315,26 @@ def test_now_argument_is_any_aware_datetime() -> None:
     now = datetime.now(UTC)
     nxt = Schedule("* * * * * *", "UTC").next_after(now)
     assert nxt is not None and timedelta(0) < nxt - now <= timedelta(seconds=1)
+
+
+@pytest.mark.parametrize(("expr", "gap", "fold"), [
+    # periodic across hours (hour field starts with *): gap skip, fold both
+    ("0 30 * * * *", ["06:30", "07:30"], ["05:30", "06:30"]),
+    ("0 30 */1 * * *", ["06:30", "07:30"], ["05:30", "06:30"]),
+    # fixed-time (even when the set is every hour): gap shift, fold first
+    ("0 30 0-23 * * *", ["06:30", "07:00", "07:30"], ["05:30"]),
+    ("0 30 1-3 * * *", ["06:30", "07:00", "07:30"], ["05:30"]),
+])
+def test_auto_policies_follow_the_hour_field_text(expr: str, gap: list[str],
+                                                  fold: list[str]) -> None:
+    sched = Schedule(expr, NY)
+    got_gap = sched.between(z("2026-03-08T06:00:00Z"), z("2026-03-08T08:00:00Z"))
+    got_fold = sched.between(z("2026-11-01T05:00:00Z"), z("2026-11-01T07:00:00Z"))
+    assert [t.strftime("%H:%M") for t in got_gap] == gap
+    assert [t.strftime("%H:%M") for t in got_fold] == fold
+
+
+def test_between_empty_cases() -> None:
+    sched = Schedule("@hourly", "UTC")
+    assert sched.between(z("2026-01-02T00:00:00Z"), z("2026-01-01T00:00:00Z")) == []
+    assert sched.between(z("2026-01-01T00:00:00Z"), z("2026-01-02T00:00:00Z"), limit=0) == []
