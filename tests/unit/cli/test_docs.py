@@ -1,0 +1,56 @@
+"""Every command has help text and is documented in the man page, and every
+``[scheduler]`` key of the config is documented in cronctl.toml(5)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import typer.main
+
+from cronctl.cli.app import _register_commands, app
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _commands() -> dict[str, Any]:
+    _register_commands()
+    group: Any = typer.main.get_command(app)
+    found: dict[str, Any] = {}
+    for name, command in group.commands.items():
+        if hasattr(command, "commands"):  # a group such as "db"
+            for sub, subcommand in command.commands.items():
+                found[f"{name} {sub}"] = subcommand
+        else:
+            found[name] = command
+    return found
+
+
+def _man_text(name: str) -> str:
+    # roff escapes "-" as "\-"; the page is compared in plain text.
+    return (ROOT / "man" / name).read_text().replace("\\-", "-").replace("\\fB", "").replace(
+        "\\fR", "").replace("\\fI", "")
+
+
+def test_every_command_has_help() -> None:
+    commands = _commands()
+    assert len(commands) >= 12
+    for name, command in commands.items():
+        assert (command.help or "").strip(), f"cronctl {name} has no help text"
+
+
+def test_every_command_is_in_the_man_page() -> None:
+    man = _man_text("cronctl.1")
+    for name in _commands():
+        assert re.search(rf"^\.B {re.escape(name)}\b", man, re.MULTILINE), (
+            f"cronctl {name} is not documented in man/cronctl.1"
+        )
+
+
+def test_every_scheduler_key_is_in_the_file_format_page() -> None:
+    from cronctl import config
+
+    man = _man_text("cronctl.toml.5")
+    for key in config.SCHEDULER_KEYS:
+        assert f".B {key}" in man, f"[scheduler] {key} is not documented in cronctl.toml(5)"
