@@ -41,6 +41,16 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, owned by someone else
+    return True
+
+
 def _recovered(rows: Sequence[ExecutionRecord]) -> list[RecoveredExecution]:
     return [RecoveredExecution(r.id, r.job_id, r.scheduled_at, r.attempt, r.origin, r.status)
             for r in rows]
@@ -101,6 +111,7 @@ class Scheduler:
         self._started = True
         now = self.clock()
         node = self.config.node_id
+        self._release_dead_holder(node, now)
         self.store.register_node(node, socket.gethostname(), os.getpid(), now, ttl=self._ttl)
         try:
             self.store.save_definitions(self._jobs, now=now)
@@ -345,6 +356,19 @@ class Scheduler:
         states = {s.job_id: s.paused for s in self.store.list_schedules()
                   if s.job_id in self._known}
         self._inbox.put(("paused", states))
+
+    def _release_dead_holder(self, node: str, now: datetime) -> None:
+        """A scheduler killed with SIGKILL leaves its node row with a fresh heartbeat; when
+        that row names this host and a process that no longer exists, restarting must not
+        wait for the heartbeat to expire (systemd restarts within seconds)."""
+        host = socket.gethostname()
+        for holder in self.store.live_nodes(now, self._ttl):
+            if holder.node_id != node or holder.host != host or holder.pid == os.getpid():
+                continue
+            if _process_alive(holder.pid):
+                return
+            log.info("taking over node id %s from process %d, which is gone", node, holder.pid)
+            self.store.unregister_node(node)
 
     def _heartbeat(self) -> None:
         now = self.clock()
