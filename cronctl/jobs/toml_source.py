@@ -88,6 +88,11 @@ def read_job_file(path: Path) -> tuple[list[TomlJob], list[Violation]]:
         where = f"{shown}:{found.group(1)}" if found else shown
         return [], [Violation(where, None, None, f"malformed TOML: {message}")]
 
+    if not data:
+        # An empty (or comments-only) file is almost always a mistake: a job file that
+        # lost its contents, or a template nobody filled in.
+        return [], [Violation(shown, None, None,
+                              "defines no jobs; add a [jobs.<id>] table or delete the file")]
     index = _LineIndex(text)
     violations: list[Violation] = []
     for key in data:

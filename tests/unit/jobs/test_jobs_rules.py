@@ -175,11 +175,15 @@ def test_array_of_tables_is_not_jobs(write: WriteJob, load: Load) -> None:
     assert violation.key == "jobs"
 
 
-def test_empty_file_is_fine(write: WriteJob, load: Load) -> None:
+def test_empty_file_is_a_violation_and_others_still_load(write: WriteJob, load: Load) -> None:
     write("empty.toml", "")
     write("comments.toml", "# nothing yet\n")
+    write("real.toml", '[jobs.a]\ncron = "0 * * * * *"\ncommand = ["true"]\n')
     result = load()
-    assert result.ok and result.jobs == () and result.warnings == ()
+    assert sorted(v.source.rsplit("/", 1)[-1] for v in result.violations) == [
+        "comments.toml", "empty.toml"]
+    assert all("defines no jobs" in v.message for v in result.violations)
+    assert result.defined == 1
 
 
 def test_missing_jobs_dir(tmp_path: Path, load: Load, jobs_dir: Path) -> None:
