@@ -64,14 +64,18 @@ def _register_commands() -> None:
         cmd_list,
         cmd_logs,
         cmd_next,
+        cmd_pause,
+        cmd_replay,
         cmd_run,
+        cmd_status,
         cmd_systemd,
         cmd_trigger,
         cmd_validate,
     )
 
     for module in (cmd_next, cmd_systemd, cmd_db, cmd_validate, cmd_list, cmd_init,
-                   cmd_history, cmd_logs, cmd_cancel, cmd_run, cmd_trigger):
+                   cmd_history, cmd_logs, cmd_cancel, cmd_run, cmd_trigger, cmd_replay,
+                   cmd_pause, cmd_status):
         module.register(app)
 
 
