@@ -21,6 +21,7 @@ from cronctl.jobs.model import (
     OverlapPolicy,
     PythonTarget,
     ServiceTarget,
+    parse_choice,
 )
 from cronctl.jobs.violation import did_you_mean
 
@@ -168,7 +169,7 @@ def to_env(value: Any) -> dict[str, str]:
 def _enum(kind: type[Any]) -> Callable[[Any], Any]:
     def convert(value: Any) -> Any:
         try:
-            return kind.parse(value)
+            return parse_choice(kind, value)
         except ValueError as exc:
             allowed = [m.value for m in kind]
             hint = did_you_mean(str(value).lower().replace("-", "_"), allowed)

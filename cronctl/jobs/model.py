@@ -11,7 +11,26 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
+
+# The DST policies belong to the cron engine; the job model uses the same enums.
+from cronctl.cron.schedule import DstFold as DstFold
+from cronctl.cron.schedule import DstGap as DstGap
+
+_E = TypeVar("_E", bound=enum.StrEnum)
+
+
+def parse_choice(kind: type[_E], value: object) -> _E:
+    """An enum value as users write it: any case, ``-`` for ``_``."""
+    if isinstance(value, kind):
+        return value
+    if isinstance(value, str):
+        key = value.strip().lower().replace("-", "_")
+        for member in kind:
+            if member.value == key:
+                return member
+    allowed = ", ".join(m.value for m in kind)
+    raise ValueError(f"{value!r} is not one of: {allowed}")
 
 
 class _Choice(enum.StrEnum):
@@ -19,15 +38,7 @@ class _Choice(enum.StrEnum):
 
     @classmethod
     def parse(cls, value: object) -> _Choice:
-        if isinstance(value, cls):
-            return value
-        if isinstance(value, str):
-            key = value.strip().lower().replace("-", "_")
-            for member in cls:
-                if member.value == key:
-                    return member
-        allowed = ", ".join(m.value for m in cls)
-        raise ValueError(f"{value!r} is not one of: {allowed}")
+        return parse_choice(cls, value)
 
 
 class Mode(_Choice):
@@ -45,19 +56,6 @@ class MisfirePolicy(_Choice):
     FIRE_NOW = "fire_now"
     SKIP = "skip"
     FIRE_ALL = "fire_all"
-
-
-class DstGap(_Choice):
-    AUTO = "auto"
-    SHIFT = "shift"
-    SKIP = "skip"
-
-
-class DstFold(_Choice):
-    AUTO = "auto"
-    FIRST = "first"
-    SECOND = "second"
-    BOTH = "both"
 
 
 class ExecutionStatus(_Choice):
