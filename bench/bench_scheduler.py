@@ -13,6 +13,9 @@ CPU) do not leak into the next. Scenarios, all with 10,000 registered jobs:
 - idle: 10,000 daily jobs on SQLite: time to READY, CPU while idle, resident memory.
 
 ``python -m bench bench_scheduler`` or ``make bench``; about two minutes.
+``python -m bench.bench_scheduler tracked idle`` runs only the scenarios whose names
+contain one of the words (their APScheduler counterparts included when they exist), and
+prints the rows it has numbers for.
 """
 
 from __future__ import annotations
@@ -418,13 +421,27 @@ def _fmt(value: Any, unit: str = "", digits: int = 0) -> str:
     return f"{value:,.{digits}f}{unit}"
 
 
-def main() -> None:
+def _selected(words: list[str]) -> list[str]:
+    """Scenario names matching any of ``words`` (all when none), with the APScheduler
+    baseline of each matched cronctl scenario, so ratios stay side by side."""
+    if not words:
+        return list(SCENARIOS)
+    picked = {n for n in SCENARIOS if any(w in n for w in words)}
+    picked |= {"aps_" + n[len("cronctl_"):] for n in picked if n.startswith("cronctl_")
+               and "aps_" + n[len("cronctl_"):] in SCENARIOS}
+    return [n for n in SCENARIOS if n in picked]
+
+
+def main(words: list[str] | None = None) -> None:
     started = time.perf_counter()
+    if words is None:
+        words = [a for a in sys.argv[1:] if not a.startswith("bench_")]
+    names = _selected(words)
     results: dict[str, dict[str, Any]] = {}
-    for name in SCENARIOS:
+    for name in names:
         results[name] = _run(name)
         print(f"  {name}: {_brief(results[name])}", flush=True)
-    for name in REPEATED:
+    for name in (n for n in REPEATED if n in names):
         again = _run(name)
         print(f"  {name} (again): {_brief(again)}", flush=True)
         results[name] = _best(name, results[name], again)
