@@ -139,6 +139,38 @@ class TriggerRequest:
     done: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class NewExecution:
+    """One row for :meth:`Store.insert_executions`: the arguments of
+    :meth:`Store.try_insert_execution` (``created_at`` is its ``now``)."""
+
+    job_id: str
+    occurrence_id: str
+    scheduled_at: datetime
+    attempt: int
+    origin: Origin
+    node_id: str
+    scope_node: str | None
+    fencing_token: int | None = None
+    target: str = ""
+    status: ExecutionStatus = ExecutionStatus.PENDING
+    started_at: datetime | None = None
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """One compare-and-set for :meth:`Store.transitions` (the arguments of
+    :meth:`Store.transition`)."""
+
+    execution_id: int
+    expected: ExecutionStatus | tuple[ExecutionStatus, ...]
+    new: ExecutionStatus
+    error: str | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
 LogEntry = tuple[int, datetime, "str | int", str]
 """``(execution_id, at, level, message)``; ``level`` is a name ("INFO") or a logging int."""
 
@@ -192,6 +224,20 @@ class Store(Protocol):
         Never moves backwards, also when two nodes race. Creates the row if missing."""
         ...
 
+    def advance_cursors(self, cursors: Mapping[str, datetime]) -> None:
+        """:meth:`advance_cursor` for every ``job id -> planned instant``, in ONE
+        transaction (all or nothing)."""
+        ...
+
+    def job_states(self) -> dict[str, tuple[datetime | None, bool]]:
+        """``job id -> (cursor, paused)`` of every schedule row, without decoding the
+        definitions (what the scheduler needs at start-up)."""
+        ...
+
+    def paused_job_ids(self) -> set[str]:
+        """Ids of the paused jobs (the scheduler polls this; cheap)."""
+        ...
+
     def set_paused(self, job_id: str, paused: bool) -> None:
         """Pause or resume the job cluster-wide. Creates the row if missing."""
         ...
@@ -243,6 +289,18 @@ class Store(Protocol):
         ``expected`` (or one of them). Returns whether this call changed it; of two racing
         callers exactly one wins. ``error``/``started_at``/``finished_at`` are written only
         when given (and only when the transition happens)."""
+        ...
+
+    def insert_executions(self, rows: Sequence[NewExecution]) -> list[int | None]:
+        """:meth:`try_insert_execution` for each row, in ONE transaction: the new row id
+        where this caller won, ``None`` where a row with the same (job, occurrence, scope,
+        attempt) already existed (inserted by anyone, any time, or earlier in ``rows``).
+        Results are in the order of ``rows``."""
+        ...
+
+    def transitions(self, changes: Sequence[Transition]) -> list[bool]:
+        """:meth:`transition` for each change, in order, in ONE transaction; whether each
+        one happened."""
         ...
 
     def get_execution(self, execution_id: int) -> ExecutionRecord | None: ...
@@ -395,12 +453,14 @@ __all__ = [
     "LogEntry",
     "LogLine",
     "NodeIdInUse",
+    "NewExecution",
     "NodeRecord",
     "ScheduleState",
     "SchemaMismatch",
     "Store",
     "StoreError",
     "StoreUnavailable",
+    "Transition",
     "TriggerRequest",
     "require_aware",
     "statuses",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -16,9 +16,11 @@ from cronctl.store.base import (
     ExecutionRecord,
     LogEntry,
     LogLine,
+    NewExecution,
     NodeIdInUse,
     NodeRecord,
     ScheduleState,
+    Transition,
     TriggerRequest,
     require_aware,
     statuses,
@@ -54,7 +56,7 @@ class MemoryStore:
 
     def __init__(self, *, node_id: str = "") -> None:
         self.node_id = node_id
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entrant: the batch methods reuse single ones
         self._schedules: dict[str, ScheduleState] = {}
         self._executions: dict[int, ExecutionRecord] = {}
         self._keys: set[tuple[str, str, str, int]] = set()
@@ -104,6 +106,23 @@ class MemoryStore:
             self._schedules[job_id] = state
             assert state.cursor is not None
             return state.cursor
+
+    def advance_cursors(self, cursors: Mapping[str, datetime]) -> None:
+        planned = {job_id: require_aware(at, "planned_at") for job_id, at in cursors.items()}
+        with self._lock:
+            for job_id, at in planned.items():
+                state = self._schedule(job_id)
+                if state.cursor is None or state.cursor < at:
+                    state = replace(state, cursor=at)
+                self._schedules[job_id] = state
+
+    def job_states(self) -> dict[str, tuple[datetime | None, bool]]:
+        with self._lock:
+            return {k: (s.cursor, s.paused) for k, s in self._schedules.items()}
+
+    def paused_job_ids(self) -> set[str]:
+        with self._lock:
+            return {k for k, s in self._schedules.items() if s.paused}
 
     def set_paused(self, job_id: str, paused: bool) -> None:
         with self._lock:
@@ -160,6 +179,21 @@ class MemoryStore:
                 started_at=rec_started,
             )
             return new_id
+
+    def insert_executions(self, rows: Sequence[NewExecution]) -> list[int | None]:
+        with self._lock:  # re-entrant: the batch is atomic as a whole
+            return [self.try_insert_execution(
+                job_id=r.job_id, occurrence_id=r.occurrence_id, scheduled_at=r.scheduled_at,
+                attempt=r.attempt, origin=r.origin, node_id=r.node_id,
+                scope_node=r.scope_node, fencing_token=r.fencing_token, target=r.target,
+                status=r.status, started_at=r.started_at, now=r.created_at,
+            ) for r in rows]
+
+    def transitions(self, changes: Sequence[Transition]) -> list[bool]:
+        with self._lock:
+            return [self.transition(c.execution_id, c.expected, c.new, error=c.error,
+                                    started_at=c.started_at, finished_at=c.finished_at)
+                    for c in changes]
 
     def transition(
         self,

@@ -8,8 +8,7 @@ READ COMMITTED, where a blocked ``UPDATE`` re-checks its ``WHERE`` after the loc
 
 from __future__ import annotations
 
-import json
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
@@ -24,9 +23,11 @@ from cronctl.store.base import (
     ExecutionRecord,
     LogEntry,
     LogLine,
+    NewExecution,
     NodeIdInUse,
     NodeRecord,
     ScheduleState,
+    Transition,
     TriggerRequest,
     require_aware,
     statuses,
@@ -34,7 +35,9 @@ from cronctl.store.base import (
 from cronctl.store.engine import make_engine, normalize_url, translated, writer
 from cronctl.store.memory import level_name, node_id_in_use_message
 from cronctl.store.migrate import ensure_schema
+from cronctl.store.rawsql import RawSql
 from cronctl.store.snapshot import definition_snapshot, dumps
+from cronctl.store.sqlrows import execution_row, node_row, schedule_row, trigger_row
 from cronctl.store.tables import (
     job_executions,
     job_logs,
@@ -58,64 +61,6 @@ def _aware(value: datetime | None, what: str) -> datetime | None:
     return None if value is None else require_aware(value, what)
 
 
-def _schedule(row: sa.Row[Any]) -> ScheduleState:
-    m = row._mapping
-    return ScheduleState(
-        job_id=m["job_id"],
-        definition=json.loads(m["definition"] or "{}"),
-        cursor=m["cursor"],
-        paused=bool(m["paused"]),
-        fencing=int(m["fencing_token"]),
-        updated_at=m["updated_at"],
-    )
-
-
-def _execution(row: sa.Row[Any]) -> ExecutionRecord:
-    m = row._mapping
-    return ExecutionRecord(
-        id=int(m["id"]),
-        job_id=m["job_id"],
-        occurrence_id=m["occurrence_id"],
-        scheduled_at=m["scheduled_at"],
-        attempt=int(m["attempt"]),
-        origin=Origin(m["origin"]),
-        status=ExecutionStatus(m["status"]),
-        node_id=m["node_id"],
-        scope_node=m["scope"] or None,
-        fencing_token=None if m["fencing_token"] is None else int(m["fencing_token"]),
-        target=m["target"],
-        created_at=m["created_at"],
-        started_at=m["started_at"],
-        finished_at=m["finished_at"],
-        error=m["error"],
-        progress_done=m["progress_done"],
-        progress_total=m["progress_total"],
-        progress_message=m["progress_message"],
-        cancel_requested=bool(m["cancel_requested"]),
-    )
-
-
-def _node(row: sa.Row[Any]) -> NodeRecord:
-    m = row._mapping
-    return NodeRecord(m["node_id"], m["host"], int(m["pid"]), m["started_at"], m["heartbeat_at"])
-
-
-def _trigger(row: sa.Row[Any]) -> TriggerRequest:
-    m = row._mapping
-    return TriggerRequest(
-        id=int(m["id"]),
-        job_id=m["job_id"],
-        origin=Origin(m["origin"]),
-        scheduled_at=m["scheduled_at"],
-        requested_at=m["requested_at"],
-        taken_by=m["taken_by"],
-        taken_at=m["taken_at"],
-        execution_id=None if m["execution_id"] is None else int(m["execution_id"]),
-        error=m["error"],
-        done=bool(m["done"]),
-    )
-
-
 class SqlStore:
     """The Store Protocol over SQLite or PostgreSQL. Thread-safe (a connection pool)."""
 
@@ -130,6 +75,7 @@ class SqlStore:
         self.display_url = redact(url)
         dialect = pg_dialect if engine.dialect.name == "postgresql" else sqlite_dialect
         self._insert = dialect.insert
+        self._raw = RawSql(engine)
 
     @classmethod
     def open(cls, url: str, *, node_id: str = "", auto_migrate: bool = True) -> SqlStore:
@@ -155,14 +101,18 @@ class SqlStore:
         with translated(self._url), self._writer.begin() as conn:
             yield conn
 
-    # --- schedules -----------------------------------------------------------------
+    @contextmanager
+    def _raw_write(self) -> Iterator[Any]:
+        """A DBAPI cursor in a write transaction (see :mod:`cronctl.store.rawsql`)."""
+        with translated(self._url), self._writer.begin() as conn, self._raw.cursor(conn) as cur:
+            yield cur
 
-    def _ensure_schedule(self, conn: Connection, job_id: str) -> None:
-        conn.execute(
-            self._insert(job_schedules)
-            .values(job_id=job_id)
-            .on_conflict_do_nothing(index_elements=["job_id"])
-        )
+    @contextmanager
+    def _raw_read(self) -> Iterator[Any]:
+        with translated(self._url), self.engine.connect() as conn, self._raw.cursor(conn) as cur:
+            yield cur
+
+    # --- schedules -----------------------------------------------------------------
 
     def save_definitions(
         self, jobs: Sequence[JobDefinition], *, now: datetime | None = None
@@ -170,65 +120,49 @@ class SqlStore:
         at = _now(now)
         if not jobs:
             return
-        with self._write() as conn:
-            for job in jobs:
-                stmt = self._insert(job_schedules).values(
-                    job_id=job.id, definition=dumps(definition_snapshot(job)), updated_at=at
-                )
-                conn.execute(
-                    stmt.on_conflict_do_update(
-                        index_elements=["job_id"],
-                        set_={
-                            "definition": stmt.excluded.definition,
-                            "updated_at": stmt.excluded.updated_at,
-                        },
-                    )
-                )
+        rows = [(job.id, dumps(definition_snapshot(job))) for job in jobs]
+        with self._raw_write() as cur:
+            self._raw.save_definitions(cur, rows, at)
 
     def get_schedule(self, job_id: str) -> ScheduleState | None:
         with self._read() as conn:
             row = conn.execute(
                 sa.select(job_schedules).where(job_schedules.c.job_id == job_id)
             ).first()
-        return None if row is None else _schedule(row)
+        return None if row is None else schedule_row(row)
 
     def list_schedules(self) -> list[ScheduleState]:
         with self._read() as conn:
             rows = conn.execute(sa.select(job_schedules).order_by(job_schedules.c.job_id))
-            return [_schedule(r) for r in rows]
+            return [schedule_row(r) for r in rows]
 
     def advance_cursor(self, job_id: str, planned_at: datetime) -> datetime:
-        planned = require_aware(planned_at, "planned_at")
-        c = job_schedules.c
-        with self._write() as conn:
-            self._ensure_schedule(conn, job_id)
-            conn.execute(
-                sa.update(job_schedules)
-                .where(c.job_id == job_id, sa.or_(c.cursor.is_(None), c.cursor < planned))
-                .values(cursor=planned)
-            )
-            cursor = conn.execute(sa.select(c.cursor).where(c.job_id == job_id)).scalar_one()
-        assert isinstance(cursor, datetime)
+        with self._raw_write() as cur:
+            self._raw.advance_cursors(cur, {job_id: planned_at})
+            cursor = self._raw.cursor_of(cur, job_id)
+        assert cursor is not None
         return cursor
 
+    def advance_cursors(self, cursors: Mapping[str, datetime]) -> None:
+        if cursors:
+            with self._raw_write() as cur:
+                self._raw.advance_cursors(cur, cursors)
+
+    def job_states(self) -> dict[str, tuple[datetime | None, bool]]:
+        with self._raw_read() as cur:
+            return self._raw.job_states(cur)
+
+    def paused_job_ids(self) -> set[str]:
+        with self._raw_read() as cur:
+            return self._raw.paused_job_ids(cur)
+
     def set_paused(self, job_id: str, paused: bool) -> None:
-        with self._write() as conn:
-            self._ensure_schedule(conn, job_id)
-            conn.execute(
-                sa.update(job_schedules)
-                .where(job_schedules.c.job_id == job_id)
-                .values(paused=paused)
-            )
+        with self._raw_write() as cur:
+            self._raw.set_paused(cur, job_id, paused)
 
     def next_fencing_token(self, job_id: str) -> int:
-        stmt = self._insert(job_schedules).values(job_id=job_id, fencing_token=1)
-        stmt = stmt.on_conflict_do_update(
-            index_elements=["job_id"],
-            set_={"fencing_token": job_schedules.c.fencing_token + 1},
-        )
-        with self._write() as conn:
-            token = conn.execute(stmt.returning(job_schedules.c.fencing_token)).scalar_one()
-        return int(token)
+        with self._raw_write() as cur:
+            return self._raw.next_fencing_token(cur, job_id)
 
     # --- executions ----------------------------------------------------------------
 
@@ -248,28 +182,15 @@ class SqlStore:
         started_at: datetime | None = None,
         now: datetime | None = None,
     ) -> int | None:
-        stmt = (
-            self._insert(job_executions)
-            .values(
-                job_id=job_id,
-                occurrence_id=occurrence_id,
-                scheduled_at=require_aware(scheduled_at, "scheduled_at"),
-                attempt=attempt,
-                scope=scope_node or "",
-                node_id=node_id,
-                origin=Origin(origin).value,
-                status=ExecutionStatus(status).value,
-                target=target,
-                fencing_token=fencing_token,
-                created_at=_now(now),
-                started_at=_aware(started_at, "started_at"),
-            )
-            .on_conflict_do_nothing(index_elements=["job_id", "occurrence_id", "scope", "attempt"])
-            .returning(_X.id)
-        )
-        with self._write() as conn:
-            new_id = conn.execute(stmt).scalar_one_or_none()
-        return None if new_id is None else int(new_id)
+        row = NewExecution(job_id, occurrence_id, scheduled_at, attempt, origin, node_id,
+                           scope_node, fencing_token, target, status, started_at, now)
+        return self.insert_executions([row])[0]
+
+    def insert_executions(self, rows: Sequence[NewExecution]) -> list[int | None]:
+        if not rows:
+            return []
+        with self._raw_write() as cur:
+            return self._raw.insert_executions(cur, rows)
 
     def transition(
         self,
@@ -281,26 +202,20 @@ class SqlStore:
         started_at: datetime | None = None,
         finished_at: datetime | None = None,
     ) -> bool:
-        values: dict[str, Any] = {"status": ExecutionStatus(new).value}
-        if error is not None:
-            values["error"] = error
-        if started_at is not None:
-            values["started_at"] = require_aware(started_at, "started_at")
-        if finished_at is not None:
-            values["finished_at"] = require_aware(finished_at, "finished_at")
-        allowed = [s.value for s in statuses(expected)]
-        with self._write() as conn:
-            result = conn.execute(
-                sa.update(job_executions)
-                .where(_X.id == execution_id, _X.status.in_(allowed))
-                .values(**values)
-            )
-        return result.rowcount == 1
+        change = Transition(execution_id, statuses(expected), new, error, started_at,
+                            finished_at)
+        return self.transitions([change])[0]
+
+    def transitions(self, changes: Sequence[Transition]) -> list[bool]:
+        if not changes:
+            return []
+        with self._raw_write() as cur:
+            return self._raw.transitions(cur, changes)
 
     def get_execution(self, execution_id: int) -> ExecutionRecord | None:
         with self._read() as conn:
             row = conn.execute(sa.select(job_executions).where(_X.id == execution_id)).first()
-        return None if row is None else _execution(row)
+        return None if row is None else execution_row(row)
 
     def list_executions(
         self,
@@ -324,7 +239,7 @@ class SqlStore:
         if limit is not None:
             q = q.limit(limit)
         with self._read() as conn:
-            return [_execution(r) for r in conn.execute(q)]
+            return [execution_row(r) for r in conn.execute(q)]
 
     def latest_executions(self, job_ids: Collection[str]) -> dict[str, ExecutionRecord]:
         if not job_ids:
@@ -337,7 +252,7 @@ class SqlStore:
         inner = sa.select(job_executions, rank).where(_X.job_id.in_(list(job_ids))).subquery()
         q = sa.select(*(inner.c[c.name] for c in job_executions.c)).where(inner.c.rank == 1)
         with self._read() as conn:
-            return {r.job_id: _execution(r) for r in conn.execute(q)}
+            return {r.job_id: execution_row(r) for r in conn.execute(q)}
 
     def executions_of_occurrence(self, job_id: str, occurrence_id: str) -> list[ExecutionRecord]:
         q = (
@@ -346,7 +261,7 @@ class SqlStore:
             .order_by(_X.attempt, _X.id)
         )
         with self._read() as conn:
-            return [_execution(r) for r in conn.execute(q)]
+            return [execution_row(r) for r in conn.execute(q)]
 
     def pending_or_running(
         self,
@@ -361,7 +276,7 @@ class SqlStore:
             q = q.where(_X.job_id.in_(list(job_ids)))
         q = q.order_by(_X.scheduled_at, _X.id)
         with self._read() as conn:
-            return [_execution(r) for r in conn.execute(q)]
+            return [execution_row(r) for r in conn.execute(q)]
 
     def request_cancel(self, execution_id: int) -> bool:
         with self._write() as conn:
@@ -477,9 +392,14 @@ class SqlStore:
     ) -> list[TriggerRequest]:
         T = trigger_requests.c
         at = _now(now)
-        q = sa.select(T.id).where(T.taken_by.is_(None))
-        if job_ids is not None:
-            q = q.where(T.job_id.in_(list(job_ids)))
+        # A plain read first: usually nothing is waiting, and then no write transaction
+        # (and no IN list of every job id) is needed.
+        with self._raw_read() as cur:
+            untaken = self._raw.untaken_triggers(cur)
+        wanted = [i for i, job in untaken if job_ids is None or job in job_ids][:limit]
+        if not wanted:
+            return []
+        q = sa.select(T.id).where(T.taken_by.is_(None), T.id.in_(wanted))
         # SKIP LOCKED: concurrent takers on PostgreSQL get disjoint requests instead of
         # waiting; SQLite's write lock serialises takers anyway (FOR UPDATE is dropped).
         q = q.order_by(T.id).limit(limit).with_for_update(skip_locked=True)
@@ -497,7 +417,7 @@ class SqlStore:
                 .where(T.id.in_(ids), T.taken_by == node_id, T.taken_at == at)
                 .order_by(T.id)
             )
-            return [_trigger(r) for r in rows]
+            return [trigger_row(r) for r in rows]
 
     def complete_trigger(
         self, request_id: int, *, execution_id: int | None = None, error: str | None = None
@@ -514,7 +434,7 @@ class SqlStore:
             row = conn.execute(
                 sa.select(trigger_requests).where(trigger_requests.c.id == request_id)
             ).first()
-        return None if row is None else _trigger(row)
+        return None if row is None else trigger_row(row)
 
     # --- nodes ---------------------------------------------------------------------
 
@@ -549,7 +469,7 @@ class SqlStore:
                 return
             old = conn.execute(sa.select(scheduler_nodes).where(N.node_id == node_id)).first()
         assert old is not None
-        raise NodeIdInUse(node_id_in_use_message(_node(old)))
+        raise NodeIdInUse(node_id_in_use_message(node_row(old)))
 
     def heartbeat(
         self, node_id: str, at: datetime, *, host: str | None = None, pid: int | None = None
@@ -568,7 +488,7 @@ class SqlStore:
     def _nodes(self, condition: sa.ColumnElement[bool]) -> list[NodeRecord]:
         q = sa.select(scheduler_nodes).where(condition).order_by(scheduler_nodes.c.node_id)
         with self._read() as conn:
-            return [_node(r) for r in conn.execute(q)]
+            return [node_row(r) for r in conn.execute(q)]
 
     def live_nodes(self, now: datetime, ttl: timedelta) -> list[NodeRecord]:
         cutoff = require_aware(now, "now") - ttl

@@ -1,0 +1,208 @@
+"""Prepared SQL for the store's hot paths, run on the DBAPI cursor of an SQLAlchemy
+connection.
+
+Building and compiling an SQLAlchemy Core statement costs ~0.3 ms per call; a write on
+SQLite is ~0.05 ms. The scheduler writes on every tracked fire, so these statements are
+plain SQL strings built once, with values converted here the way the table types would
+(:class:`~cronctl.store.tables.UtcDateTime`: a fixed-width ISO string on SQLite, an
+aware datetime on PostgreSQL). Transactions, pooling and error translation stay with
+SQLAlchemy: a cursor is opened inside ``engine.begin()``/``connect()`` and driver
+errors are re-raised as SQLAlchemy's, which :func:`~cronctl.store.engine.translated`
+turns into :class:`~cronctl.errors.StoreError`.
+
+Only ``?`` placeholders are written below; PostgreSQL gets ``%s``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from cronctl.jobs.model import ExecutionStatus, Origin
+from cronctl.store.base import NewExecution, Transition, require_aware, statuses
+from cronctl.store.ids import utc_iso
+
+_COLUMNS = ("job_id", "occurrence_id", "scheduled_at", "attempt", "scope", "node_id",
+            "origin", "status", "target", "fencing_token", "created_at", "started_at")
+_KEY = "(job_id, occurrence_id, scope, attempt)"
+_INSERT = (f"INSERT INTO job_executions ({', '.join(_COLUMNS)}) VALUES {{values}} "
+           f"ON CONFLICT {_KEY} DO NOTHING RETURNING id{{more}}")
+_ROW = "(" + ", ".join("?" * len(_COLUMNS)) + ")"
+PG_CHUNK = 1000  # rows per multi-row INSERT (12 parameters each, far below the limit)
+
+_CURSOR_UPSERT = (
+    'INSERT INTO job_schedules (job_id, "cursor") VALUES (?, ?) ON CONFLICT (job_id) '
+    'DO UPDATE SET "cursor" = excluded."cursor" '
+    'WHERE job_schedules."cursor" IS NULL OR job_schedules."cursor" < excluded."cursor"'
+)
+_DEFINITION_UPSERT = (
+    "INSERT INTO job_schedules (job_id, definition, updated_at) VALUES (?, ?, ?) "
+    "ON CONFLICT (job_id) DO UPDATE SET definition = excluded.definition, "
+    "updated_at = excluded.updated_at"
+)
+_FENCING = (
+    "INSERT INTO job_schedules (job_id, fencing_token) VALUES (?, 1) ON CONFLICT (job_id) "
+    "DO UPDATE SET fencing_token = job_schedules.fencing_token + 1 RETURNING fencing_token"
+)
+
+
+class RawSql:
+    """The hot statements of one engine's dialect."""
+
+    def __init__(self, engine: sa.Engine) -> None:
+        self.engine = engine
+        self.pg = engine.dialect.name == "postgresql"
+        self._error: type[Exception] = engine.dialect.loaded_dbapi.Error
+        self._text: dict[str, str] = {}
+        self._updates: dict[tuple[bool, bool, bool, int], str] = {}
+
+    # --- plumbing --------------------------------------------------------------------------
+
+    def sql(self, text: str) -> str:
+        if not self.pg:
+            return text
+        out = self._text.get(text)
+        if out is None:
+            out = self._text[text] = text.replace("?", "%s")
+        return out
+
+    def ts(self, value: datetime) -> Any:
+        """A datetime as the column type binds it."""
+        return value.astimezone(UTC) if self.pg else utc_iso(value)
+
+    @staticmethod
+    def from_ts(value: Any) -> datetime | None:
+        if value is None:
+            return None
+        if isinstance(value, str):
+            return datetime.fromisoformat(value).astimezone(UTC)
+        assert isinstance(value, datetime)
+        return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+
+    @contextmanager
+    def cursor(self, conn: Connection) -> Iterator[Any]:
+        """A DBAPI cursor in ``conn``'s transaction; driver errors come out as SQLAlchemy's
+        (a lost connection is invalidated, so the pool does not hand it out again)."""
+        raw = conn.connection
+        cur = raw.cursor()
+        try:
+            yield cur
+        except self._error as error:
+            disconnect = self.engine.dialect.is_disconnect(
+                error, raw.dbapi_connection, cur)  # type: ignore[arg-type]
+            if disconnect:
+                conn.invalidate()
+            raise sa.exc.DBAPIError.instance(None, None, error, self._error,
+                                             connection_invalidated=disconnect) from error
+        finally:
+            cur.close()
+
+    # --- statements ------------------------------------------------------------------------
+
+    def _params(self, r: NewExecution, now: datetime) -> tuple[Any, ...]:
+        started = r.started_at
+        return (r.job_id, r.occurrence_id, self.ts(require_aware(r.scheduled_at, "scheduled_at")),
+                r.attempt, r.scope_node or "", r.node_id, Origin(r.origin).value,
+                ExecutionStatus(r.status).value, r.target, r.fencing_token,
+                self.ts(require_aware(r.created_at or now, "now")),
+                None if started is None else self.ts(require_aware(started, "started_at")))
+
+    def insert_executions(self, cur: Any, rows: Sequence[NewExecution]) -> list[int | None]:
+        now = datetime.now(UTC)
+        params = [self._params(r, now) for r in rows]
+        if not self.pg:
+            # One statement per row (sqlite3 cannot return rows from executemany); inside
+            # one transaction each costs microseconds.
+            sql = _INSERT.format(values=_ROW, more="")
+            out: list[int | None] = []
+            for p in params:
+                cur.execute(sql, p)
+                got = cur.fetchone()
+                out.append(None if got is None else int(got[0]))
+            return out
+        # PostgreSQL: multi-row INSERT; rows that lost are not returned, so match the
+        # winners back by their unique key (a key repeated within the batch wins once).
+        # Rows in key order: two nodes inserting the same occurrences take the unique
+        # index's locks in the same order, so their batches cannot deadlock.
+        ordered = sorted(params, key=lambda p: (p[0], p[1], p[4], p[3]))
+        won: dict[tuple[str, str, str, int], int] = {}
+        for start in range(0, len(ordered), PG_CHUNK):
+            chunk = ordered[start:start + PG_CHUNK]
+            sql = self.sql(_INSERT.format(values=", ".join([_ROW] * len(chunk)),
+                                          more=", job_id, occurrence_id, scope, attempt"))
+            cur.execute(sql, [v for p in chunk for v in p])
+            for new_id, job_id, occ, scope, attempt in cur.fetchall():
+                won[(job_id, occ, scope, int(attempt))] = int(new_id)
+        result: list[int | None] = []
+        for p in params:
+            result.append(won.pop((p[0], p[1], p[4], p[3]), None))
+        return result
+
+    def transitions(self, cur: Any, changes: Sequence[Transition]) -> list[bool]:
+        out: list[bool] = []
+        for c in changes:
+            allowed = [s.value for s in statuses(c.expected)]
+            shape = (c.error is not None, c.started_at is not None, c.finished_at is not None,
+                     len(allowed))
+            sql = self._updates.get(shape)
+            if sql is None:
+                sets = ["status = ?"] + [f"{name} = ?" for name, on in zip(
+                    ("error", "started_at", "finished_at"), shape[:3], strict=True) if on]
+                sql = self._updates[shape] = self.sql(
+                    f"UPDATE job_executions SET {', '.join(sets)} WHERE id = ? AND status IN "
+                    f"({', '.join('?' * len(allowed))})")
+            values: list[Any] = [ExecutionStatus(c.new).value]
+            if c.error is not None:
+                values.append(c.error)
+            if c.started_at is not None:
+                values.append(self.ts(require_aware(c.started_at, "started_at")))
+            if c.finished_at is not None:
+                values.append(self.ts(require_aware(c.finished_at, "finished_at")))
+            cur.execute(sql, (*values, c.execution_id, *allowed))
+            out.append(cur.rowcount == 1)
+        return out
+
+    def advance_cursors(self, cur: Any, cursors: Mapping[str, datetime]) -> None:
+        rows = [(job_id, self.ts(require_aware(at, "planned_at")))
+                for job_id, at in sorted(cursors.items())]  # one lock order for every node
+        if rows:
+            cur.executemany(self.sql(_CURSOR_UPSERT), rows)
+
+    def cursor_of(self, cur: Any, job_id: str) -> datetime | None:
+        cur.execute(self.sql('SELECT "cursor" FROM job_schedules WHERE job_id = ?'), (job_id,))
+        row = cur.fetchone()
+        return None if row is None else self.from_ts(row[0])
+
+    def set_paused(self, cur: Any, job_id: str, paused: bool) -> None:
+        cur.execute(self.sql("INSERT INTO job_schedules (job_id, paused) VALUES (?, ?) "
+                             "ON CONFLICT (job_id) DO UPDATE SET paused = excluded.paused"),
+                    (job_id, paused))
+
+    def next_fencing_token(self, cur: Any, job_id: str) -> int:
+        cur.execute(self.sql(_FENCING), (job_id,))
+        return int(cur.fetchone()[0])
+
+    def save_definitions(self, cur: Any, rows: Sequence[tuple[str, str]], at: datetime) -> None:
+        stamp = self.ts(at)
+        cur.executemany(self.sql(_DEFINITION_UPSERT),
+                        [(job_id, text, stamp) for job_id, text in rows])
+
+    def job_states(self, cur: Any) -> dict[str, tuple[datetime | None, bool]]:
+        cur.execute('SELECT job_id, "cursor", paused FROM job_schedules')
+        return {job_id: (self.from_ts(at), bool(paused)) for job_id, at, paused in cur.fetchall()}
+
+    def paused_job_ids(self, cur: Any) -> set[str]:
+        cur.execute(self.sql("SELECT job_id FROM job_schedules WHERE paused = ?"), (True,))
+        return {row[0] for row in cur.fetchall()}
+
+    def untaken_triggers(self, cur: Any) -> list[tuple[int, str]]:
+        cur.execute("SELECT id, job_id FROM trigger_requests WHERE taken_by IS NULL ORDER BY id")
+        return [(int(i), j) for i, j in cur.fetchall()]
+
+
+__all__ = ["RawSql"]
