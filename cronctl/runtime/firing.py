@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import collections
 import logging
-import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -37,9 +37,10 @@ from cronctl.core import (
 from cronctl.dispatch.base import Dispatcher, DispatchRequest, ExecutionHandle, Outcome
 from cronctl.dispatch.logbuffer import LogFlusher, ProcessLogSink
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode, Origin
+from cronctl.runtime.batches import CursorBatch, FinalBatch
 from cronctl.runtime.io import IoWorker
 from cronctl.runtime.logsetup import ids
-from cronctl.store.base import Store
+from cronctl.store.base import NewExecution, Store
 
 log = logging.getLogger("cronctl.runtime")
 _SCHEDULED = (Origin.CRON, Origin.MISFIRE)
@@ -58,38 +59,23 @@ def first_line(exc: BaseException) -> str:
 
 
 @dataclass(slots=True)
+class _Ready:
+    """A fire that passed its checks and is about to be recorded and dispatched."""
+
+    fire: Fire
+    job: JobDefinition
+    tracked: bool
+    token: int | None = None
+    execution_id: int | None = None
+
+
+@dataclass(slots=True)
 class Run:
     fire: Fire
     job: JobDefinition
     execution_id: int | None
     handle: ExecutionHandle | None = None
     cancel_sent: bool = False
-
-
-class CursorBatch:
-    """Cursor writes, coalesced per job (the newest instant wins) and written by the I/O
-    thread. Deferring them is safe: the execution row, not the cursor, dedups a fire."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._pending: dict[str, datetime] = {}
-
-    def add(self, job_id: str, planned: datetime) -> None:
-        with self._lock:
-            old = self._pending.get(job_id)
-            if old is None or planned > old:
-                self._pending[job_id] = planned
-
-    def flush(self, store: Store) -> None:
-        with self._lock:
-            batch, self._pending = self._pending, {}
-        try:
-            for job_id, planned in list(batch.items()):
-                store.advance_cursor(job_id, planned)
-                del batch[job_id]
-        finally:
-            for job_id, planned in batch.items():  # not written: keep for the next flush
-                self.add(job_id, planned)
 
 
 class Firing:
@@ -108,6 +94,9 @@ class Firing:
         self.post = post
         self.running: dict[ExecKey, Run] = {}
         self.cursors = CursorBatch()
+        self.finals = FinalBatch(store, io.submit, flusher.drain, clock)
+        self._fires: list[Fire] = []  # deferred to the end of the batch (see ``batch``)
+        self._batching = 0
         self.unresolved: set[str] = set()
         self.lost_recoveries: set[int] = set()
         self.triggers: dict[str, int] = {}  # occurrence id -> trigger request id
@@ -120,9 +109,36 @@ class Firing:
     # --- the action loop -------------------------------------------------------------------
 
     def execute(self, decision: Decision) -> None:
-        work: collections.deque[Action] = collections.deque(decision.actions)
+        """Carry out ``decision``. Fires are collected and started together at the end
+        (of this call, or of the enclosing :meth:`batch`): their rows are written in one
+        transaction before any of their handlers starts."""
+        self._run(decision.actions)
+        if not self._batching:
+            self.flush_fires()
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Collect the fires of every decision executed inside; start them on exit."""
+        self._batching += 1
+        try:
+            yield
+        finally:
+            self._batching -= 1
+            if not self._batching:
+                self.flush_fires()
+
+    def flush_fires(self) -> None:
+        while self._fires:
+            fires, self._fires = self._fires, []
+            self._run(self._fire_all(fires))
+
+    def _run(self, actions: Iterable[Action]) -> None:
+        work: collections.deque[Action] = collections.deque(actions)
         while work:
             action = work.popleft()
+            if isinstance(action, Fire):
+                self._fires.append(action)
+                continue
             try:
                 follow = self._do(action)
             except Exception:  # a bug here must not stop the scheduler thread
@@ -132,8 +148,6 @@ class Firing:
                 work.extend(follow.actions)
 
     def _do(self, a: Action) -> Decision | None:
-        if isinstance(a, Fire):
-            return self._fire(a)
         if isinstance(a, Finish):
             self._final(a.key, a.status, a.error)
         elif isinstance(a, DeadLetter):
@@ -164,9 +178,38 @@ class Firing:
 
     # --- firing ----------------------------------------------------------------------------
 
-    def _fire(self, a: Fire) -> Decision | None:
-        job = self.core.job(a.job_id)
+    def _fire_all(self, fires: list[Fire]) -> list[Action]:
+        """Check each fire, write the rows of the tracked ones in ONE transaction (as
+        ``running``: each is dispatched right after), then dispatch them in order.
+        Returns the follow-up actions (releases, failures)."""
+        follow: list[Action] = []
+        ready: list[_Ready] = []
         now = self.clock()
+        for a in fires:
+            try:
+                got = self._prepare(a, now)
+            except Exception:
+                log.exception("internal error while handling Fire")
+                got = self._contain(a)
+            if isinstance(got, _Ready):
+                ready.append(got)
+            elif got is not None:
+                follow.extend(got.actions)
+        tracked = [r for r in ready if r.tracked]
+        if tracked:
+            ready = self._record(ready, tracked, now, follow)
+        for r in ready:
+            try:
+                done = self._launch(r)
+            except Exception:
+                log.exception("internal error while handling Fire")
+                done = self._contain(r.fire)
+            if done is not None:
+                follow.extend(done.actions)
+        return follow
+
+    def _prepare(self, a: Fire, now: datetime) -> _Ready | Decision | None:
+        job = self.core.job(a.job_id)
         if job is None:
             return self._release(a, now, "job no longer defined")
         if a.recovered_from is not None and a.recovered_from in self.lost_recoveries:
@@ -186,40 +229,60 @@ class Firing:
             self.unresolved.discard(job.id)
             log.info("target resolves again job=%s target=%s", job.id, job.target,
                      extra=ids(job.id))
-        execution_id: int | None = None
+        if not is_tracked(job):
+            return _Ready(a, job, False)
         token: int | None = None
-        if is_tracked(job):
-            try:
-                blocked = self._cluster_guard(job, a, now)
-                if blocked is not None:
-                    return blocked
-                if job.mode is Mode.SINGLE_INSTANCE:
-                    token = self.store.next_fencing_token(job.id)
-                execution_id = self.store.try_insert_execution(
-                    job_id=job.id, occurrence_id=a.occurrence_id, scheduled_at=a.planned,
-                    attempt=a.attempt, origin=a.origin, node_id=self.node_id,
-                    scope_node=None if job.mode is Mode.SINGLE_INSTANCE else self.node_id,
-                    fencing_token=token, target=str(job.target), now=now)
-                if execution_id is None:
-                    # Another node (or an earlier run of this one) has this attempt.
-                    log.debug("not elected job=%s planned=%s", job.id, a.planned.isoformat(),
-                              extra=ids(job.id))
-                    if a.origin in _SCHEDULED:
-                        self._cursor(job.id, a.planned)
-                    return self._release(a, now, "another node runs this occurrence")
-                self.store.transition(execution_id, ExecutionStatus.PENDING,
-                                      ExecutionStatus.RUNNING, started_at=now)
-                self._store_ok()
-            except Exception as exc:
-                self._store_failed(job, exc)
-                if execution_id is not None:
-                    eid, why = execution_id, f"not dispatched: {first_line(exc)}"
-                    self.io.submit(lambda: self._write_final(eid, ExecutionStatus.FAILED, why))
-                return self._release(a, now, f"store error: {first_line(exc)}")
+        try:
+            blocked = self._cluster_guard(job, a, now)
+            if blocked is not None:
+                return blocked
+            if job.mode is Mode.SINGLE_INSTANCE:
+                token = self.store.next_fencing_token(job.id)
+        except Exception as exc:
+            self._store_failed(job, exc)
+            return self._release(a, now, f"store error: {first_line(exc)}")
+        return _Ready(a, job, True, token)
+
+    def _record(self, ready: list[_Ready], tracked: list[_Ready], now: datetime,
+                follow: list[Action]) -> list[_Ready]:
+        """Insert the rows of ``tracked`` (for single_instance the insert IS the
+        election); returns the fires of ``ready`` that may be dispatched."""
+        rows = [NewExecution(
+            job_id=r.job.id, occurrence_id=r.fire.occurrence_id, scheduled_at=r.fire.planned,
+            attempt=r.fire.attempt, origin=r.fire.origin, node_id=self.node_id,
+            scope_node=None if r.job.mode is Mode.SINGLE_INSTANCE else self.node_id,
+            fencing_token=r.token, target=str(r.job.target), status=ExecutionStatus.RUNNING,
+            started_at=now, created_at=now) for r in tracked]
+        try:
+            ids_ = self.store.insert_executions(rows)
+        except Exception as exc:
+            self._store_failed(tracked[0].job, exc)
+            for r in tracked:
+                follow.extend(self._release(r.fire, now, f"store error: {first_line(exc)}")
+                              .actions)
+            return [r for r in ready if not r.tracked]
+        self._store_ok()
+        lost: set[int] = set()
+        for r, execution_id in zip(tracked, ids_, strict=True):
+            if execution_id is not None:
+                r.execution_id = execution_id
+                continue
+            # Another node (or an earlier run of this one) has this attempt.
+            a = r.fire
+            lost.add(id(r))
+            log.debug("not elected job=%s planned=%s", a.job_id, a.planned.isoformat(),
+                      extra=ids(a.job_id))
+            if a.origin in _SCHEDULED:
+                self._cursor(a.job_id, a.planned)
+            follow.extend(self._release(a, now, "another node runs this occurrence").actions)
+        return [r for r in ready if id(r) not in lost]
+
+    def _launch(self, r: _Ready) -> Decision | None:
+        a, job, execution_id = r.fire, r.job, r.execution_id
         sink = (self.flusher.sink_for(execution_id) if execution_id is not None
                 else ProcessLogSink(job.id))
         request = DispatchRequest(job, a.occurrence_id, a.planned, a.attempt, a.origin,
-                                  execution_id, token)
+                                  execution_id, r.token)
         run = Run(a, job, execution_id)
         self.running[a.key] = run
         key = a.key
@@ -289,13 +352,7 @@ class Firing:
                 eid if eid is not None else "-", status.value,
                 f" error={error}" if error else "", extra=ids(run.job.id, eid))
         if eid is not None:
-            self.io.submit(lambda: self._write_final(eid, status, error))
-
-    def _write_final(self, eid: int, status: ExecutionStatus, error: str | None) -> None:
-        try:
-            self.store.transition(eid, _LIVE, status, error=error, finished_at=self.clock())
-        finally:
-            self.flusher.drain(eid)
+            self.finals.add(eid, status, error)
 
     def _abandon(self, a: Abandon) -> None:
         run = self.running.get(a.key)

@@ -46,11 +46,13 @@ class IoWorker:
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self, timeout: float | None = None) -> None:
-        """Run what is queued, then end the thread."""
+    def stop(self, timeout: float | None = None) -> bool:
+        """Run what is queued, then end the thread; False if it is still busy after
+        ``timeout`` seconds (it is a daemon thread: it does not keep the process alive)."""
         self._tasks.put(None)
         if self._thread.is_alive():
             self._thread.join(timeout)
+        return not self._thread.is_alive()
 
     def _run(self) -> None:
         while True:

@@ -35,6 +35,7 @@ log = logging.getLogger("cronctl.runtime")
 POLL_INTERVAL = 0.5  # cancel requests, trigger requests, cursor batch
 PAUSE_POLL_INTERVAL = 2.0
 KILL_GRACE_CAP = 15.0  # longest wait after cancelling at shutdown
+IO_DRAIN_MIN = 2.0  # the I/O thread's least time to drain at shutdown
 
 
 def _utcnow() -> datetime:
@@ -109,13 +110,15 @@ class Scheduler:
         if self._started:
             raise RuntimeError("Scheduler.start() was already called")
         self._started = True
+        self._paused_seen: set[str] | None = None  # as the core last heard (I/O thread)
         now = self.clock()
         node = self.config.node_id
         self._release_dead_holder(node, now)
         self.store.register_node(node, socket.gethostname(), os.getpid(), now, ttl=self._ttl)
         try:
             self.store.save_definitions(self._jobs, now=now)
-            states = {s.job_id: JobState(s.cursor, s.paused) for s in self.store.list_schedules()}
+            states = {job_id: JobState(cursor, paused)
+                      for job_id, (cursor, paused) in self.store.job_states().items()}
             initial = self.core.start(now, states, _recovered(self._recoverable(now, True)))
         except BaseException:
             self._unregister()
@@ -128,6 +131,7 @@ class Scheduler:
         self.io.every("pause poll", PAUSE_POLL_INTERVAL, self._poll_paused)
         self.io.every("node recovery", self.config.heartbeat_interval.total_seconds(),
                       self._poll_expired)
+        self._paused_seen = {j for j, st in states.items() if st.paused}
         self.io.start()
         self._initial = initial
         self._thread.start()
@@ -142,13 +146,19 @@ class Scheduler:
         if not self._started or self._stopped:
             return
         self._stopped = True
+        grace = self.config.shutdown_timeout.total_seconds() if timeout is None else timeout
+        deadline = time.monotonic() + grace
         self._inbox.put(("stop", timeout))
         self._thread.join()
         shutdown = getattr(self.dispatcher, "shutdown", None)
         if self._own_dispatcher and callable(shutdown):
             shutdown(False)  # kills what is still running: no child outlives us
         self.io.submit(lambda: self.firing.cursors.flush(self.store))
-        self.io.stop()
+        # The I/O backlog (final statuses, cursors) gets what is left of the grace, and at
+        # least a moment; what it cannot write is recovered at the next start.
+        if not self.io.stop(max(deadline - time.monotonic(), IO_DRAIN_MIN)):
+            log.warning("shutdown: store writes still queued after the shutdown timeout; "
+                        "unfinished rows are recovered at the next start")
         self.flusher.drain_all(time.monotonic() + 5.0)
         self._unregister()
         log.info("stopped node=%s", self.config.node_id)
@@ -223,19 +233,28 @@ class Scheduler:
                 msg = self._inbox.get(timeout=max(wait, 0.0))
             except queue.Empty:
                 continue
-            while True:
-                stop = self._handle(msg)
-                if stop is not None:
-                    self._stopping = True
-                    self.notifier.notify("STOPPING=1\nSTATUS=stopping")
-                    grace = stop if stop >= 0 else self.config.shutdown_timeout.total_seconds()
-                    deadline = time.monotonic() + grace
-                    log.info("stopping: waiting up to %.0fs for %d running executions",
-                             grace, len(self.firing.running))
-                try:
-                    msg = self._inbox.get_nowait()
-                except queue.Empty:
-                    break
+            with self.firing.batch():  # the fires of all these messages: one transaction
+                stopping = self._drain_inbox(msg)
+            if stopping is not None:
+                deadline = stopping
+
+    def _drain_inbox(self, msg: tuple[Any, ...]) -> float | None:
+        """Handle ``msg`` and every message already queued; returns the shutdown deadline
+        (monotonic) when one of them was a stop."""
+        deadline: float | None = None
+        while True:
+            stop = self._handle(msg)
+            if stop is not None:
+                self._stopping = True
+                self.notifier.notify("STOPPING=1\nSTATUS=stopping")
+                grace = stop if stop >= 0 else self.config.shutdown_timeout.total_seconds()
+                deadline = time.monotonic() + grace
+                log.info("stopping: waiting up to %.0fs for %d running executions",
+                         grace, len(self.firing.running))
+            try:
+                msg = self._inbox.get_nowait()
+            except queue.Empty:
+                return deadline
 
     def _tick(self) -> None:
         try:
@@ -304,6 +323,7 @@ class Scheduler:
             decision = self.core.reload(jobs, self.clock())
             self._jobs = jobs
             self._known = frozenset(j.id for j in jobs)
+            self._paused_seen = None  # the next pause poll reports every job
             self._index_groups()
             self.io.submit(lambda: self.store.save_definitions(jobs))
             log.info("reloaded jobs=%d", sum(1 for j in jobs if j.enabled))
@@ -353,9 +373,18 @@ class Scheduler:
             self._inbox.put(("trigger", req.job_id, req.origin, req.scheduled_at, req.id, None))
 
     def _poll_paused(self) -> None:
-        states = {s.job_id: s.paused for s in self.store.list_schedules()
-                  if s.job_id in self._known}
-        self._inbox.put(("paused", states))
+        """Tell the core which jobs were paused or resumed since the last poll (all known
+        jobs after a reload: a job that came back may have been paused meanwhile)."""
+        known = self._known
+        paused = self.store.paused_job_ids() & known
+        seen = self._paused_seen
+        if seen is None:
+            changes = {job_id: job_id in paused for job_id in known}
+        else:
+            changes = {job_id: job_id in paused for job_id in paused ^ seen}
+        self._paused_seen = paused
+        if changes:
+            self._inbox.put(("paused", changes))
 
     def _release_dead_holder(self, node: str, now: datetime) -> None:
         """A scheduler killed with SIGKILL leaves its node row with a fresh heartbeat; when

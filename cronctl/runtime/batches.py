@@ -1,0 +1,86 @@
+"""Store writes the I/O thread makes in batches: cursors and final statuses.
+
+One transaction per batch instead of one per job: on SQLite the write lock is then held
+for one short transaction, not hundreds, and the scheduler thread (which writes the
+execution rows before dispatch) seldom waits for it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from datetime import datetime
+
+from cronctl.jobs.model import ExecutionStatus
+from cronctl.store.base import Store, Transition
+
+log = logging.getLogger("cronctl.runtime")
+_LIVE = (ExecutionStatus.PENDING, ExecutionStatus.RUNNING)
+
+
+class CursorBatch:
+    """Cursor writes, coalesced per job (the newest instant wins) and written by the I/O
+    thread. Deferring them is safe: the execution row, not the cursor, dedups a fire."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: dict[str, datetime] = {}
+
+    def add(self, job_id: str, planned: datetime) -> None:
+        with self._lock:
+            old = self._pending.get(job_id)
+            if old is None or planned > old:
+                self._pending[job_id] = planned
+
+    def flush(self, store: Store) -> None:
+        """Write every pending cursor in one transaction; on failure keep them all for
+        the next flush (newer instants that arrived meanwhile win)."""
+        with self._lock:
+            batch, self._pending = self._pending, {}
+        if not batch:
+            return
+        try:
+            store.advance_cursors(batch)
+        except BaseException:
+            for job_id, planned in batch.items():
+                self.add(job_id, planned)
+            raise
+
+
+class FinalBatch:
+    """Final statuses of ended executions, written by the I/O thread in one transaction
+    per batch, each followed by the drain of the execution's buffered log lines.
+
+    ``add`` is called on the scheduler thread; the first addition to an empty batch
+    hands one flush to ``submit`` (the I/O thread's queue), so a burst of endings costs
+    one task and one transaction."""
+
+    def __init__(self, store: Store, submit: Callable[[Callable[[], object]], None],
+                 drain: Callable[[int], object], clock: Callable[[], datetime]) -> None:
+        self._store = store
+        self._submit = submit
+        self._drain = drain
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._pending: list[tuple[int, ExecutionStatus, str | None]] = []
+
+    def add(self, execution_id: int, status: ExecutionStatus, error: str | None) -> None:
+        with self._lock:
+            first = not self._pending
+            self._pending.append((execution_id, status, error))
+        if first:
+            self._submit(self.flush)
+
+    def flush(self) -> None:
+        with self._lock:
+            batch, self._pending = self._pending, []
+        if not batch:
+            return
+        at = self._clock()
+        try:
+            self._store.transitions([Transition(eid, _LIVE, status, error, None, at)
+                                     for eid, status, error in batch])
+        finally:
+            for eid, _status, _error in batch:
+                self._drain(eid)
