@@ -27,6 +27,7 @@ from cronctl.dispatch.logbuffer import LogFlusher
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Origin
 from cronctl.runtime.firing import Firing, first_line
 from cronctl.runtime.io import IoWorker
+from cronctl.runtime.logsetup import ids
 from cronctl.runtime.notify import Notifier, SystemdNotifier
 from cronctl.runtime.serialize import serialized
 from cronctl.store.base import ExecutionRecord, Store
@@ -313,7 +314,8 @@ class Scheduler:
             return
         if request_id is not None:
             self.firing.triggers[occurrence] = request_id
-        log.info("triggered job=%s origin=%s occurrence=%s", job_id, origin.value, occurrence)
+        log.info("triggered job=%s origin=%s occurrence=%s", job_id, origin.value, occurrence,
+                 extra=ids(job_id))
         if done is not None:
             done.set_result(occurrence)
         self.firing.execute(decision)

@@ -99,8 +99,6 @@ def test_trigger_cancel_history_logs_against_a_running_scheduler(
         json.loads(text)  # --log-format json: every line is one JSON object
 
 
-@pytest.mark.xfail(strict=True, reason="runtime: the 'triggered job=...' log line has no "
-                                       "structured 'job' field under --log-format json")
 def test_json_log_lines_that_name_a_job_carry_it_as_a_field(
     run: Run, scheduler: Scheduler
 ) -> None:
