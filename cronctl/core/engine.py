@@ -50,7 +50,13 @@ from cronctl.core.errors import ClockSkewError
 from cronctl.core.state import Active as _Active
 from cronctl.core.state import Job as _Job
 from cronctl.core.state import Pending as _Pending
-from cronctl.core.timing import ScheduleLike, jitter_offset, missed_between, schedule_for
+from cronctl.core.timing import (
+    OccurrenceIds,
+    ScheduleLike,
+    jitter_offset,
+    missed_between,
+    schedule_for,
+)
 from cronctl.errors import NotFoundError
 from cronctl.jobs.model import (
     ExecutionStatus,
@@ -59,7 +65,6 @@ from cronctl.jobs.model import (
     Origin,
     OverlapPolicy,
 )
-from cronctl.store.ids import occurrence_id as default_occurrence_id
 
 _FIRE, _RETRY, _TIMEOUT = 0, 1, 2
 _FAILURES = (ExecutionStatus.FAILED, ExecutionStatus.ABANDONED)
@@ -80,13 +85,13 @@ class SchedulerCore:
         clock_skew_limit: timedelta = timedelta(minutes=5),
         durable: bool = True,
         schedule_factory: Callable[[JobDefinition], ScheduleLike] = schedule_for,
-        occurrence_ids: Callable[[str, datetime], str] = default_occurrence_id,
+        occurrence_ids: Callable[[str, datetime], str] | None = None,
     ) -> None:
         self._max = max(1, max_concurrent_jobs)
         self._skew = clock_skew_limit
         self._durable = durable
         self._make_schedule = schedule_factory
-        self._occ = occurrence_ids
+        self._occ = occurrence_ids or OccurrenceIds()
         self._jobs: dict[str, _Job] = {j.id: _Job(j, self._schedule(j)) for j in jobs}
         self._heap: list[tuple[datetime, int, int, str, int, object]] = []
         self._seq = 0
@@ -219,10 +224,11 @@ class SchedulerCore:
         if js is None:
             raise NotFoundError(f"no job {job_id!r}")
         at = now if planned is None else planned
-        p = _Pending(js, at, now, 1, origin, self._occ(job_id, at))
+        occurrence = self._occ(job_id, at)
+        p = _Pending(js, at, now, 1, origin, occurrence)
         out: list[Action] = []
         self._offer_explicit(p, now, out)
-        return p.occurrence_id, self._decision(out)
+        return occurrence, self._decision(out)
 
     def recover(self, recovered: Sequence[RecoveredExecution], now: datetime) -> Decision:
         """Executions of a node whose heartbeat expired: same occurrence, next attempt."""
@@ -286,7 +292,7 @@ class SchedulerCore:
         js.handled = planned
         self._raise_high(planned, job_id)
         self._push_next(js, planned)
-        p = _Pending(js, planned, due, 1, Origin.CRON, self._occ(job_id, planned))
+        p = _Pending(js, planned, due, 1, Origin.CRON)  # occurrence id: when it starts
         self._offer_cron(p, now, out)
 
     def _on_retry(self, p: _Pending, now: datetime, out: list[Action]) -> None:
@@ -326,7 +332,7 @@ class SchedulerCore:
             return
         out.append(Missed(job.id, policy, count, count - len(newest), newest[-1], exact))
         for planned in newest:
-            p = _Pending(js, planned, now, 1, Origin.MISFIRE, self._occ(job.id, planned))
+            p = _Pending(js, planned, now, 1, Origin.MISFIRE)
             if js.paused:
                 out.append(Skip(job.id, planned, Origin.MISFIRE, SkipReason.PAUSED))
             else:
@@ -345,8 +351,7 @@ class SchedulerCore:
             out.append(CloseInterrupted(r.execution_id, r.job_id, ExecutionStatus.FAILED))
             if r.origin in _SCHEDULED_ORIGINS and (js.handled is None or r.planned > js.handled):
                 js.handled = r.planned  # so the misfire policy starts after it
-            occ = self._occ(r.job_id, r.planned)
-            p = _Pending(js, r.planned, now, r.attempt + 1, r.origin, occ, r.execution_id)
+            p = _Pending(js, r.planned, now, r.attempt + 1, r.origin, None, r.execution_id)
             self._offer_explicit(p, now, out)
 
     # --- guards --------------------------------------------------------------------------
@@ -399,7 +404,10 @@ class SchedulerCore:
         key = self._next_key = self._next_key + 1
         self._active[key] = _Active(key, p, now)
         job = p.js.job
-        out.append(Fire(key, job.id, p.planned, p.due, p.attempt, p.origin, p.occurrence_id,
+        occ = p.occurrence_id
+        if occ is None:
+            occ = p.occurrence_id = self._occ(job.id, p.planned)
+        out.append(Fire(key, job.id, p.planned, p.due, p.attempt, p.origin, occ,
                         p.recovered_from))
         if job.timeout is not None and job.timeout > timedelta(0):
             self._push(now + job.timeout, _TIMEOUT, job.id, 0, key)

@@ -35,7 +35,7 @@ class Pending:
     due: datetime
     attempt: int
     origin: Origin
-    occurrence_id: str
+    occurrence_id: str | None = None  # computed when the attempt starts (skips need none)
     recovered_from: int | None = None
     group: str | None = None  # the serial group reserved at admission (survives reloads)
 

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from cronctl.jobs.model import JobDefinition
+from cronctl.store.ids import utc_iso
 
 COUNT_CAP = 100_000  # beyond this many missed instants we stop counting (log says "more than")
 _CHUNK = 5_000
@@ -32,6 +33,27 @@ def schedule_for(job: JobDefinition) -> ScheduleLike:
         return Schedule(Interval(job.every, job.anchor))
     assert job.cron is not None
     return Schedule(job.cron, job.timezone, job.dst_gap.value, job.dst_fold.value)
+
+
+class OccurrenceIds:
+    """:func:`cronctl.store.ids.occurrence_id`, with the instant's text cached: the jobs
+    of a burst share their planned instant, and formatting it cost as much as hashing.
+    Same value (a unit test compares the two). The key includes ``fold``: datetimes of
+    one zone compare equal across a DST fold although they are different instants."""
+
+    MAX_CACHED = 4096
+
+    def __init__(self) -> None:
+        self._text: dict[tuple[datetime, int], str] = {}
+
+    def __call__(self, job_id: str, planned: datetime) -> str:
+        key = (planned, planned.fold)
+        text = self._text.get(key)
+        if text is None:
+            if len(self._text) >= self.MAX_CACHED:
+                self._text.clear()
+            text = self._text[key] = utc_iso(planned)
+        return hashlib.sha256(f"{job_id}\n{text}".encode()).hexdigest()[:32]
 
 
 def jitter_offset(occurrence_id: str, jitter: timedelta) -> timedelta:
