@@ -36,6 +36,7 @@ from cronctl.jobs.model import ExecutionStatus, JobDefinition, PythonTarget, Ser
 log = logging.getLogger("cronctl.dispatch")
 
 ServiceResolver = Callable[[str], Callable[..., Any]]
+_SUCCEEDED = Outcome(ExecutionStatus.SUCCEEDED)  # frozen: one for every success
 
 
 def _default_service_resolver(op_id: str) -> Callable[..., Any]:
@@ -136,7 +137,7 @@ class _Execution:
             if self.ctx.is_cancelled():
                 self.finish(Outcome(ExecutionStatus.CANCELLED, error="cancelled"))
             else:
-                self.finish(Outcome(ExecutionStatus.SUCCEEDED))
+                self.finish(_SUCCEEDED)
             return
         if self.ctx.is_cancelled() and isinstance(exc, asyncio.CancelledError):
             self.finish(Outcome(ExecutionStatus.CANCELLED, error="cancelled"))

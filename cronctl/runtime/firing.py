@@ -148,7 +148,13 @@ class Firing:
                 work.extend(follow.actions)
 
     def _do(self, a: Action) -> Decision | None:
-        if isinstance(a, Finish):
+        kind = type(a)
+        if kind is Enqueue:  # the most frequent by far in a burst: 1 per waiting fire
+            if log.isEnabledFor(logging.DEBUG):
+                assert isinstance(a, Enqueue)
+                log.debug("waiting job=%s planned=%s for=%s", a.job_id, a.planned.isoformat(),
+                          a.reason.value, extra=ids(a.job_id))
+        elif isinstance(a, Finish):
             self._final(a.key, a.status, a.error)
         elif isinstance(a, DeadLetter):
             self._final(a.key, ExecutionStatus.DEAD_LETTER, a.error)
@@ -163,9 +169,6 @@ class Firing:
         elif isinstance(a, Retry):
             log.info("retry scheduled job=%s attempt=%d at=%s", a.job_id, a.attempt,
                      a.due.isoformat(), extra=ids(a.job_id))
-        elif isinstance(a, Enqueue):
-            log.debug("waiting job=%s planned=%s for=%s", a.job_id, a.planned.isoformat(),
-                      a.reason.value, extra=ids(a.job_id))
         elif isinstance(a, CloseInterrupted):
             self._close_interrupted(a)
         return None
@@ -299,10 +302,12 @@ class Firing:
         self.lateness.append((started - a.due).total_seconds())
         if execution_id is not None and a.origin in _SCHEDULED:
             self._cursor(job.id, a.planned)
-        self._trigger_done(a.occurrence_id, execution_id, None)
-        log.info("fired job=%s exec=%s planned=%s attempt=%d origin=%s", job.id,
-                 execution_id if execution_id is not None else "-", a.planned.isoformat(),
-                 a.attempt, a.origin.value, extra=ids(job.id, execution_id))
+        if self.triggers:
+            self._trigger_done(a.occurrence_id, execution_id, None)
+        if log.isEnabledFor(logging.INFO):
+            log.info("fired job=%s exec=%s planned=%s attempt=%d origin=%s", job.id,
+                     execution_id if execution_id is not None else "-", a.planned.isoformat(),
+                     a.attempt, a.origin.value, extra=ids(job.id, execution_id))
         return None
 
     def _cluster_guard(self, job: JobDefinition, a: Fire, now: datetime) -> Decision | None:
@@ -348,9 +353,10 @@ class Firing:
             return
         eid = run.execution_id
         level = logging.INFO if status is ExecutionStatus.SUCCEEDED else logging.WARNING
-        log.log(level, "finished job=%s exec=%s status=%s%s", run.job.id,
-                eid if eid is not None else "-", status.value,
-                f" error={error}" if error else "", extra=ids(run.job.id, eid))
+        if log.isEnabledFor(level):
+            log.log(level, "finished job=%s exec=%s status=%s%s", run.job.id,
+                    eid if eid is not None else "-", status.value,
+                    f" error={error}" if error else "", extra=ids(run.job.id, eid))
         if eid is not None:
             self.finals.add(eid, status, error)
 
