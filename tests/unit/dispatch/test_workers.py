@@ -21,19 +21,22 @@ def test_pool_runs_everything_in_order_with_one_worker() -> None:
 def test_pool_never_exceeds_its_bound() -> None:
     pool = WorkerPool(3)
     release = threading.Event()
-    running, peak, lock = [0], [0], threading.Lock()
+    running, peak, changed = [0], [0], threading.Condition()
 
     def task() -> None:
-        with lock:
+        with changed:
             running[0] += 1
             peak[0] = max(peak[0], running[0])
+            changed.notify_all()
         release.wait(5)
-        with lock:
+        with changed:
             running[0] -= 1
 
     for _ in range(10):
         pool.submit(task)
-    time.sleep(0.05)
+    with changed:  # wait for the pool to fill, however slow the machine
+        assert changed.wait_for(lambda: running[0] >= 3, timeout=5)
+    time.sleep(0.05)  # give a fourth worker (a bug) the chance to start
     release.set()
     pool.shutdown(wait=True)
     assert peak[0] == 3 and pool.threads == 3
