@@ -339,22 +339,25 @@ def test_handler_with_too_many_arguments_fails(dispatcher: PythonDispatcher,
 
 def test_sync_pool_is_bounded(registry: Registry) -> None:
     dispatcher = PythonDispatcher(2, service_resolver=registry.__getitem__)
-    running, peak, lock = [0], [0], threading.Lock()
+    running, peak, changed = [0], [0], threading.Condition()
     release = threading.Event()
 
     def handler() -> None:
-        with lock:
+        with changed:
             running[0] += 1
             peak[0] = max(peak[0], running[0])
+            changed.notify_all()
         release.wait(5)
-        with lock:
+        with changed:
             running[0] -= 1
 
     registry["ns.svc.op"] = handler
     recorders = [OutcomeRecorder() for _ in range(5)]
     for done in recorders:
         dispatcher.start(request_for(service_job()), RecordingSink(), done)
-    time.sleep(0.1)
+    with changed:  # wait for the pool to fill, however slow the machine
+        assert changed.wait_for(lambda: running[0] >= 2, timeout=5)
+    time.sleep(0.05)  # give a third handler (a bug) the chance to start
     release.set()
     for done in recorders:
         assert done.wait().status is ExecutionStatus.SUCCEEDED
