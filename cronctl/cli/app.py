@@ -73,9 +73,10 @@ def _register_commands() -> None:
         cmd_validate,
     )
 
-    for module in (cmd_next, cmd_systemd, cmd_db, cmd_validate, cmd_list, cmd_init,
-                   cmd_history, cmd_logs, cmd_cancel, cmd_run, cmd_trigger, cmd_replay,
-                   cmd_pause, cmd_status):
+    # The order here is the order of `cronctl --help`: the everyday commands first.
+    for module in (cmd_validate, cmd_list, cmd_next, cmd_run, cmd_trigger, cmd_cancel,
+                   cmd_logs, cmd_history, cmd_replay, cmd_pause, cmd_status, cmd_db,
+                   cmd_init, cmd_systemd):
         module.register(app)
 
 

@@ -246,8 +246,7 @@ def next_command(
              "own zone).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
 ) -> None:
-    """Show the next fire times of a job or expression, in local time and UTC, with a
-    plain-English reading and DST notes."""
+    """Show the next fire times of a job or expression (local, UTC, DST notes)."""
     options = global_options(ctx)
     target = resolve_next_target(expression, tz, jobs=_job_lookup(ctx))
     now = datetime.now(UTC)  # the CLI edge is where the clock is read

@@ -168,8 +168,7 @@ def replay(
         "--dry-run", help="Show what would be queued; write nothing.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
 ) -> None:
-    """Queue the occurrences of JOB planned in (--since, --until] that never ran
-    (origin = replay), oldest first; never the same occurrence twice."""
+    """Queue the occurrences of JOB in (--since, --until] that never ran, oldest first."""
     from cronctl.config import load_config
     from cronctl.jobs.checks import job_schedule
     from cronctl.jobs.loader import find_job
