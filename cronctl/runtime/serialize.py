@@ -18,7 +18,7 @@ from cronctl.store.base import Store
 WRITES = frozenset({
     "save_definitions", "advance_cursor", "advance_cursors", "set_paused",
     "next_fencing_token", "try_insert_execution", "insert_executions", "transition",
-    "transitions", "request_cancel", "append_logs",
+    "transitions", "claim_execution", "request_cancel", "append_logs",
     "record_progress", "enqueue_trigger", "take_triggers", "complete_trigger",
     "register_node", "heartbeat", "unregister_node",
 })

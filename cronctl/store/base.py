@@ -291,6 +291,16 @@ class Store(Protocol):
         when given (and only when the transition happens)."""
         ...
 
+    def claim_execution(
+        self, execution_id: int, *, node_id: str, fencing_token: int | None,
+        started_at: datetime,
+    ) -> bool:
+        """Start a ``pending`` row written ahead (a retry waiting for its backoff, or one
+        left by a scheduler that is gone): compare-and-set it to ``running`` and record
+        who runs it (``node_id``, ``fencing_token``) and since when. False if it is not
+        ``pending`` any more; of racing callers exactly one wins."""
+        ...
+
     def insert_executions(self, rows: Sequence[NewExecution]) -> list[int | None]:
         """:meth:`try_insert_execution` for each row, in ONE transaction: the new row id
         where this caller won, ``None`` where a row with the same (job, occurrence, scope,

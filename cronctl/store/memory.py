@@ -189,6 +189,20 @@ class MemoryStore:
                 status=r.status, started_at=r.started_at, now=r.created_at,
             ) for r in rows]
 
+    def claim_execution(
+        self, execution_id: int, *, node_id: str, fencing_token: int | None,
+        started_at: datetime,
+    ) -> bool:
+        started = require_aware(started_at, "started_at")
+        with self._lock:
+            rec = self._executions.get(execution_id)
+            if rec is None or rec.status is not ExecutionStatus.PENDING:
+                return False
+            self._executions[execution_id] = replace(
+                rec, status=ExecutionStatus.RUNNING, node_id=node_id,
+                fencing_token=fencing_token, started_at=started)
+            return True
+
     def transitions(self, changes: Sequence[Transition]) -> list[bool]:
         with self._lock:
             return [self.transition(c.execution_id, c.expected, c.new, error=c.error,

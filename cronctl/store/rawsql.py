@@ -167,6 +167,15 @@ class RawSql:
             out.append(cur.rowcount == 1)
         return out
 
+    def claim(self, cur: Any, execution_id: int, node_id: str, fencing_token: int | None,
+              started_at: datetime) -> bool:
+        cur.execute(self.sql(
+            "UPDATE job_executions SET status = ?, node_id = ?, fencing_token = ?, "
+            "started_at = ? WHERE id = ? AND status = ?"),
+            (ExecutionStatus.RUNNING.value, node_id, fencing_token, self.ts(started_at),
+             execution_id, ExecutionStatus.PENDING.value))
+        return bool(cur.rowcount == 1)
+
     def advance_cursors(self, cur: Any, cursors: Mapping[str, datetime]) -> None:
         rows = [(job_id, self.ts(require_aware(at, "planned_at")))
                 for job_id, at in sorted(cursors.items())]  # one lock order for every node

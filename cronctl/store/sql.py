@@ -192,6 +192,14 @@ class SqlStore:
         with self._raw_write() as cur:
             return self._raw.insert_executions(cur, rows)
 
+    def claim_execution(
+        self, execution_id: int, *, node_id: str, fencing_token: int | None,
+        started_at: datetime,
+    ) -> bool:
+        with self._raw_write() as cur:
+            return self._raw.claim(cur, execution_id, node_id, fencing_token,
+                                   require_aware(started_at, "started_at"))
+
     def transition(
         self,
         execution_id: int,

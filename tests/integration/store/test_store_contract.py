@@ -169,6 +169,33 @@ def test_racing_transitions_exactly_one_wins(store_factory: StoreFactory) -> Non
         assert rec is not None and rec.status in (S.SUCCEEDED, S.ABANDONED)
 
 
+def test_claim_starts_a_pending_row_once_and_records_who_runs_it(store: Store) -> None:
+    eid = must_insert(store)
+    later = T0 + timedelta(seconds=5, microseconds=7)
+    assert store.claim_execution(eid, node_id="n9", fencing_token=12, started_at=later)
+    rec = store.get_execution(eid)
+    assert rec is not None
+    assert (rec.status, rec.node_id, rec.fencing_token, rec.started_at) == (
+        S.RUNNING, "n9", 12, later)
+    assert rec.scope_node is None and rec.attempt == 1  # the key is unchanged
+    # not pending any more: a second claim changes nothing
+    assert not store.claim_execution(eid, node_id="n2", fencing_token=13, started_at=T0)
+    assert store.get_execution(eid) == rec
+    assert not store.claim_execution(10_000, node_id="n2", fencing_token=None, started_at=T0)
+
+
+def test_racing_claims_exactly_one_wins(store_factory: StoreFactory) -> None:
+    store = store_factory()
+    stores = [store_factory() for _ in range(4)]
+    for round_ in range(5):
+        eid = must_insert(store, at=T0 + timedelta(minutes=round_))
+        results = race(stores, 4, lambda s, i, eid=eid: s.claim_execution(
+            eid, node_id=f"n{i}", fencing_token=i, started_at=T0))
+        assert sorted(results) == [False, False, False, True]
+        rec = store.get_execution(eid)
+        assert rec is not None and rec.node_id == f"n{results.index(True)}"
+
+
 def test_transition_is_compare_and_set(store: Store) -> None:
     eid = must_insert(store)
     assert not store.transition(eid, S.RUNNING, S.SUCCEEDED)
