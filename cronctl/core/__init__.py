@@ -23,6 +23,7 @@ from cronctl.core.actions import (
 )
 from cronctl.core.engine import SchedulerCore
 from cronctl.core.errors import ClockSkewError
+from cronctl.core.guards import needs_store
 from cronctl.core.timing import jitter_offset, schedule_for
 
 __all__ = [
@@ -46,5 +47,6 @@ __all__ = [
     "SkipReason",
     "WaitReason",
     "jitter_offset",
+    "needs_store",
     "schedule_for",
 ]

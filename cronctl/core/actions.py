@@ -45,6 +45,7 @@ class Fire:
     origin: Origin
     occurrence_id: str
     recovered_from: int | None = None  # execution id of the interrupted row it replaces
+    row: int | None = None  # a pending row already written for this attempt: claim it
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,12 +112,17 @@ class Finish:
 
 @dataclass(frozen=True, slots=True)
 class Retry:
-    """A new attempt of the same occurrence is scheduled at ``due``."""
+    """A new attempt of the same occurrence is scheduled at ``due``. The runtime writes
+    it as a ``pending`` row now, so that a scheduler stopped or killed during the backoff
+    still runs it (recovery claims that row, after the backoff, see
+    :class:`RecoveredExecution`)."""
 
     job_id: str
     planned: datetime
     attempt: int
     due: datetime
+    occurrence_id: str = ""
+    origin: Origin = Origin.CRON
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +173,12 @@ class JobState:
 
 @dataclass(frozen=True, slots=True)
 class RecoveredExecution:
-    """An execution row left ``pending`` or ``running`` by a node that is gone."""
+    """An execution row left ``pending`` or ``running`` by a node that is gone.
+
+    A ``running`` row was interrupted: it is closed and the occurrence runs again as the
+    next attempt. A ``pending`` row never started (a retry waiting for its backoff): that
+    very attempt runs, claiming the row, once ``created_at`` (when the failure before it
+    was recorded) plus the job's backoff for this attempt has passed."""
 
     execution_id: int
     job_id: str
@@ -175,3 +186,4 @@ class RecoveredExecution:
     attempt: int
     origin: Origin
     status: ExecutionStatus  # pending (never started) or running (interrupted)
+    created_at: datetime | None = None

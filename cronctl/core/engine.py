@@ -5,25 +5,12 @@ instant, retries waiting for their backoff, and attempt deadlines, so a tick cos
 O(k log n) for the k entries due, never a scan of all jobs. Every public method returns
 a :class:`Decision`; nothing here reads the clock, sleeps, or does I/O.
 
-The guards a fire passes, in order (the Java scheduler's order, SPEC section 3):
-
-1. *job*: overlap policy. ``skip`` drops a cron fire while the job has an occurrence in
-   flight; ``queue_one`` keeps only the newest such fire and admits it when the job is
-   free; ``allow`` admits. An occurrence stays in flight through its retries' backoff,
-   so a retry never overlaps a newer fire. Explicit fires (manual, replay, misfire
-   catch-up, recovery) are never dropped by overlap: they wait for the job, FIFO.
-2. *serial group*: one occurrence per group at a time; the rest wait FIFO per group.
-3. *slot*: at most ``max_concurrent_jobs`` attempts start; the rest wait FIFO.
-
-Only a started attempt (:class:`Fire`) holds a slot; the runtime gives it back with
-``on_complete`` (it ran) or ``release`` (it never started: lost election, unresolvable
-target, store error), so no failure path can leak a slot or strand a job.
+The guards every attempt passes are in :mod:`cronctl.core.guards`.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 
@@ -32,22 +19,16 @@ from cronctl.core.actions import (
     Action,
     AdvanceCursor,
     CloseInterrupted,
-    DeadLetter,
     Decision,
-    Enqueue,
     ExecKey,
-    Finish,
-    Fire,
     JobState,
     Missed,
     RecoveredExecution,
-    Retry,
     Skip,
     SkipReason,
-    WaitReason,
 )
 from cronctl.core.errors import ClockSkewError
-from cronctl.core.state import Active as _Active
+from cronctl.core.guards import _FIRE, _RETRY, _SCHEDULED_ORIGINS, Guards
 from cronctl.core.state import Job as _Job
 from cronctl.core.state import Pending as _Pending
 from cronctl.core.timing import (
@@ -63,15 +44,12 @@ from cronctl.jobs.model import (
     JobDefinition,
     MisfirePolicy,
     Origin,
-    OverlapPolicy,
 )
 
-_FIRE, _RETRY, _TIMEOUT = 0, 1, 2
-_FAILURES = (ExecutionStatus.FAILED, ExecutionStatus.ABANDONED)
-_SCHEDULED_ORIGINS = (Origin.CRON, Origin.MISFIRE)
+_TICK = timedelta(microseconds=1)
 
 
-class SchedulerCore:
+class SchedulerCore(Guards):
     """Decides what fires, waits, retries, times out and is missed. See the module doc.
 
     ``durable`` is False for the memory store: nothing was persisted, so misfires are
@@ -87,20 +65,11 @@ class SchedulerCore:
         schedule_factory: Callable[[JobDefinition], ScheduleLike] = schedule_for,
         occurrence_ids: Callable[[str, datetime], str] | None = None,
     ) -> None:
-        self._max = max(1, max_concurrent_jobs)
+        super().__init__(max_concurrent_jobs, occurrence_ids or OccurrenceIds())
         self._skew = clock_skew_limit
         self._durable = durable
         self._make_schedule = schedule_factory
-        self._occ = occurrence_ids or OccurrenceIds()
         self._jobs: dict[str, _Job] = {j.id: _Job(j, self._schedule(j)) for j in jobs}
-        self._heap: list[tuple[datetime, int, int, str, int, object]] = []
-        self._seq = 0
-        self._next_key = 0
-        self._active: dict[ExecKey, _Active] = {}
-        self._running = 0
-        self._slot_wait: deque[_Pending] = deque()
-        self._group_busy: set[str] = set()
-        self._group_wait: dict[str, deque[_Pending]] = {}
         self._high: tuple[datetime, str] | None = None  # newest cursor seen: (instant, job)
 
     # --- queries -----------------------------------------------------------------------
@@ -208,6 +177,49 @@ class SchedulerCore:
         if act is not None:
             self._free_guards(act.p, now, out)
             self._push(until, _RETRY, act.p.js.job.id, 0, act.p)
+        return self._decision(out)
+
+    def unavailable(self, key: ExecKey, now: datetime) -> Decision:
+        """The store could not be reached for this :class:`Fire`: its attempt never
+        started. Until :meth:`store_back`, attempts of jobs that write rows are not
+        started: a cron (or misfire) first attempt is remembered as missed, so that the
+        misfire policy covers it when the store is back; any other attempt (retry,
+        recovery, manual, replay) is held and starts then. Jobs without rows fire on."""
+        out: list[Action] = []
+        self._store_down = True
+        act = self._active.pop(key, None)
+        if act is not None:
+            self._running -= 1
+            self._hold(act.p, now, out)
+            self._fill_slots(now, out)
+        return self._decision(out)
+
+    @property
+    def store_down(self) -> bool:
+        return self._store_down
+
+    def store_back(self, now: datetime) -> Decision:
+        """The store works again: start the held attempts, then apply each job's misfire
+        policy to the instants it could not start, from the oldest of them (everything
+        before it was confirmed or deliberately skipped). Instants late by less than
+        ``misfire_threshold`` are not missed: they fire, late, from the heap."""
+        out: list[Action] = []
+        self._store_down = False
+        held, self._held = self._held, []
+        for p in held:
+            self._on_retry(p, now, out)
+        for job_id in sorted(j for j, js in self._jobs.items() if js.lost is not None):
+            js = self._jobs[job_id]
+            assert js.lost is not None
+            floor, js.lost = js.lost - _TICK, None
+            if js.schedule is None:
+                continue
+            # In memory only: these instants were taken from the heap but never started,
+            # so the (durable, monotonic) cursor never passed them.
+            js.handled = floor
+            js.gen += 1  # drop the heap entry pushed during the outage
+            self._catch_up(js, floor, now - js.job.misfire_threshold, now, out)
+            self._push_next(js, js.handled)
         return self._decision(out)
 
     def trigger(
@@ -341,138 +353,37 @@ class SchedulerCore:
     def _recover(
         self, recovered: Sequence[RecoveredExecution], now: datetime, out: list[Action]
     ) -> None:
+        # A pending row (a retry written ahead) supersedes the interrupted attempt before
+        # it: that attempt is closed, and the pending one runs.
+        ahead = {(r.job_id, r.planned): r.attempt for r in recovered
+                 if r.status is ExecutionStatus.PENDING}
         for r in sorted(recovered, key=lambda r: (r.planned, r.execution_id)):
             js = self._jobs.get(r.job_id)
-            # A pending row never ran, so its attempt was not used up.
-            used = r.status is ExecutionStatus.RUNNING
-            if js is None or (used and r.attempt >= js.job.max_attempts):
+            pending = r.status is ExecutionStatus.PENDING
+            if js is None or (not pending and r.attempt >= js.job.max_attempts):
                 out.append(CloseInterrupted(r.execution_id, r.job_id, ExecutionStatus.DEAD_LETTER))
                 continue
-            out.append(CloseInterrupted(r.execution_id, r.job_id, ExecutionStatus.FAILED))
             if r.origin in _SCHEDULED_ORIGINS and (js.handled is None or r.planned > js.handled):
                 js.handled = r.planned  # so the misfire policy starts after it
-            p = _Pending(js, r.planned, now, r.attempt + 1, r.origin, None, r.execution_id)
-            self._offer_explicit(p, now, out)
-
-    # --- guards --------------------------------------------------------------------------
-
-    def _offer_cron(self, p: _Pending, now: datetime, out: list[Action]) -> None:
-        js = p.js
-        if js.paused:
-            out.append(Skip(js.job.id, p.planned, p.origin, SkipReason.PAUSED))
-            return
-        policy = js.job.overlap_policy
-        if policy is not OverlapPolicy.ALLOW and (js.in_flight or js.waiting):
-            if policy is OverlapPolicy.SKIP:
-                out.append(Skip(js.job.id, p.planned, p.origin, SkipReason.OVERLAP))
-                return
-            old = js.queued
-            if old is not None:
-                out.append(Skip(js.job.id, old.planned, old.origin, SkipReason.SUPERSEDED))
-            js.queued = p
-            out.append(Enqueue(js.job.id, p.planned, p.origin, WaitReason.QUEUE_ONE))
-            return
-        js.in_flight += 1
-        self._admit(p, now, out)
-
-    def _offer_explicit(self, p: _Pending, now: datetime, out: list[Action]) -> None:
-        js = p.js
-        if js.job.overlap_policy is not OverlapPolicy.ALLOW and (js.in_flight or js.waiting):
-            js.waiting.append(p)
-            out.append(Enqueue(js.job.id, p.planned, p.origin, WaitReason.JOB))
-            return
-        js.in_flight += 1
-        self._admit(p, now, out)
-
-    def _admit(self, p: _Pending, now: datetime, out: list[Action]) -> None:
-        group = p.js.job.serial_group
-        if group is not None:
-            if group in self._group_busy:
-                self._group_wait.setdefault(group, deque()).append(p)
-                out.append(Enqueue(p.js.job.id, p.planned, p.origin, WaitReason.GROUP))
-                return
-            self._group_busy.add(group)  # reserved from here until the attempt ends
-            p.group = group
-        if self._running >= self._max or self._slot_wait:
-            self._slot_wait.append(p)
-            out.append(Enqueue(p.js.job.id, p.planned, p.origin, WaitReason.SLOT))
-            return
-        self._start(p, now, out)
-
-    def _start(self, p: _Pending, now: datetime, out: list[Action]) -> None:
-        self._running += 1
-        key = self._next_key = self._next_key + 1
-        self._active[key] = _Active(key, p, now)
-        job = p.js.job
-        occ = p.occurrence_id
-        if occ is None:
-            occ = p.occurrence_id = self._occ(job.id, p.planned)
-        out.append(Fire(key, job.id, p.planned, p.due, p.attempt, p.origin, occ,
-                        p.recovered_from))
-        if job.timeout is not None and job.timeout > timedelta(0):
-            self._push(now + job.timeout, _TIMEOUT, job.id, 0, key)
-
-    def _ended(
-        self, act: _Active, status: ExecutionStatus, error: str | None, now: datetime,
-        out: list[Action],
-    ) -> None:
-        p = act.p
-        job = p.js.job
-        retrying = False
-        if status in _FAILURES:
-            if p.attempt < job.max_attempts:
-                retrying = True
-                out.append(Finish(act.key, job.id, status, error))
-                due = now + job.retry_backoff * (2 ** (p.attempt - 1))
-                nxt = _Pending(p.js, p.planned, due, p.attempt + 1, p.origin, p.occurrence_id)
-                self._push(due, _RETRY, job.id, 0, nxt)
-                out.append(Retry(job.id, p.planned, p.attempt + 1, due))
+            if not pending:
+                out.append(CloseInterrupted(r.execution_id, r.job_id, ExecutionStatus.FAILED))
+                if ahead.get((r.job_id, r.planned), 0) > r.attempt:
+                    continue
+                p = _Pending(js, r.planned, now, r.attempt + 1, r.origin, None, r.execution_id)
+                self._offer_explicit(p, now, out)
+                continue
+            # Never started, so its attempt was not used up: run this very attempt (claim
+            # the row), after what is left of its backoff.
+            p = _Pending(js, r.planned, now, r.attempt, r.origin, row=r.execution_id)
+            due = now
+            if r.attempt > 1 and r.created_at is not None:
+                due = r.created_at + js.job.retry_backoff * (2 ** (r.attempt - 2))
+            if due > now:
+                p.due = due
+                js.in_flight += 1  # in flight through its backoff, like any retry
+                self._push(due, _RETRY, js.job.id, 0, p)
             else:
-                out.append(DeadLetter(act.key, job.id, error))
-        else:
-            out.append(Finish(act.key, job.id, status, error))
-        self._free_guards(p, now, out)
-        if not retrying:
-            self._occurrence_done(p.js, now, out)
-
-    def _free_guards(self, p: _Pending, now: datetime, out: list[Action]) -> None:
-        self._running -= 1
-        group, p.group = p.group, None
-        if group is not None:
-            self._group_busy.discard(group)
-            queue = self._group_wait.get(group)
-            if queue:
-                nxt = queue.popleft()
-                if not queue:
-                    del self._group_wait[group]
-                self._group_busy.add(group)
-                nxt.group = group
-                self._slot_wait.append(nxt)
-        while self._slot_wait and self._running < self._max:
-            self._start(self._slot_wait.popleft(), now, out)
-
-    def _occurrence_done(self, js: _Job, now: datetime, out: list[Action]) -> None:
-        js.in_flight -= 1
-        if js.in_flight or js.job.overlap_policy is OverlapPolicy.ALLOW:
-            return
-        if js.removed:
-            self._drop_waiting(js, out)
-            return
-        if js.waiting:
-            p = js.waiting.popleft()
-        elif js.queued is not None:
-            p = js.queued
-            js.queued = None
-        else:
-            return
-        js.in_flight += 1
-        self._admit(p, now, out)
-
-    def _drop_waiting(self, js: _Job, out: list[Action]) -> None:
-        for p in (*js.waiting, *((js.queued,) if js.queued else ())):
-            out.append(Skip(js.job.id, p.planned, p.origin, SkipReason.REMOVED))
-        js.waiting.clear()
-        js.queued = None
+                self._offer_explicit(p, now, out)
 
     # --- plumbing --------------------------------------------------------------------------
 
@@ -488,10 +399,6 @@ class SchedulerCore:
         if js.job.jitter:
             due += jitter_offset(self._occ(js.job.id, planned), js.job.jitter)
         self._push(due, _FIRE, js.job.id, js.gen, planned)
-
-    def _push(self, due: datetime, kind: int, job_id: str, gen: int, obj: object) -> None:
-        self._seq += 1
-        heapq.heappush(self._heap, (due, self._seq, kind, job_id, gen, obj))
 
     def _raise_high(self, instant: datetime, job_id: str) -> None:
         if self._high is None or instant > self._high[0]:

@@ -24,6 +24,7 @@ class Job:
     in_flight: int = 0  # occurrences admitted and not yet final
     queued: Pending | None = None  # queue_one: the newest fire skipped while busy
     waiting: deque[Pending] = field(default_factory=deque)  # explicit fires, FIFO
+    lost: datetime | None = None  # oldest scheduled instant not started: store unreachable
 
 
 @dataclass(slots=True, eq=False)
@@ -38,6 +39,7 @@ class Pending:
     occurrence_id: str | None = None  # computed when the attempt starts (skips need none)
     recovered_from: int | None = None
     group: str | None = None  # the serial group reserved at admission (survives reloads)
+    row: int | None = None  # a pending execution row written for this attempt (recovered)
 
 
 @dataclass(slots=True, eq=False)

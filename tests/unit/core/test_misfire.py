@@ -127,9 +127,9 @@ def test_recovery_of_exhausted_running_attempt_is_dead_letter_but_pending_reruns
     assert of(d, CloseInterrupted) == [
         CloseInterrupted(1, "j", ExecutionStatus.DEAD_LETTER),
         CloseInterrupted(3, "nope", ExecutionStatus.DEAD_LETTER),
-        CloseInterrupted(2, "j", ExecutionStatus.FAILED),
     ]
-    assert [(f.planned, f.attempt) for f in of(d, Fire)] == [(at(120), 3)]
+    # the pending row never ran: that very attempt runs, claiming its row
+    assert [(f.planned, f.attempt, f.row) for f in of(d, Fire)] == [(at(120), 2, 2)]
 
 
 def test_clock_backwards_never_refires_handled_instant() -> None:
@@ -164,3 +164,39 @@ def test_clock_jumping_back_past_limit_at_runtime_refuses_to_act() -> None:
         core.tick(at(900))
     core.on_complete(f.key, OK, None, at(1011))
     assert of(core.tick(at(1020)), Fire)  # the clock is back: acting again
+
+
+def test_clock_stepping_back_and_forth_between_ticks_never_refires_or_rewinds() -> None:
+    core = SchedulerCore([job(every=1, misfire_policy=MisfirePolicy.FIRE_ALL,
+                              misfire_threshold=timedelta(seconds=5))],
+                         clock_skew_limit=timedelta(seconds=60))
+    core.start(T0)
+    fired: list[Fire] = []
+    cursors: list[AdvanceCursor] = []
+
+    def step(now_s: float) -> None:
+        d = core.tick(at(now_s))
+        cursors.extend(of(d, AdvanceCursor))
+        todo = of(d, Fire)
+        while todo:  # each attempt ends at once; what it lets start runs next
+            f = todo.pop(0)
+            fired.append(f)
+            done = core.on_complete(f.key, OK, None, at(now_s + 0.1))
+            cursors.extend(of(done, AdvanceCursor))
+            todo.extend(of(done, Fire))
+
+    for s in range(1, 31):
+        step(s)
+    # NTP steps the clock back 20 s; ticks keep coming (also sub-second ones)
+    for s in (10, 10.5, 11, 15, 20, 25, 29.9, 30):
+        step(s)
+    # then forward past the stall threshold, back a little, and on
+    for s in (45, 44, 46, 47):
+        step(s)
+    planned = [f.planned for f in fired]
+    assert len(planned) == len(set(planned)), "an instant fired twice"
+    assert planned == sorted(planned)
+    assert [c.planned for c in cursors] == sorted(c.planned for c in cursors)
+    # 1..30 on time, then the stall catch-up from 31 and on-time fires again
+    assert planned[:30] == [at(s) for s in range(1, 31)]
+    assert at(47) in planned and all(p <= at(47) for p in planned)

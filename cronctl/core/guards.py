@@ -1,0 +1,215 @@
+"""The guards every attempt passes, and the attempts that hold them (the core's base).
+
+In order (the Java scheduler's order, SPEC section 3):
+
+1. *job*: overlap policy. ``skip`` drops a cron fire while the job has an occurrence in
+   flight; ``queue_one`` keeps only the newest such fire and admits it when the job is
+   free; ``allow`` admits. An occurrence stays in flight through its retries' backoff,
+   so a retry never overlaps a newer fire. Explicit fires (manual, replay, misfire
+   catch-up, recovery) are never dropped by overlap: they wait for the job, FIFO.
+2. *serial group*: one occurrence per group at a time; the rest wait FIFO per group.
+3. *slot*: at most ``max_concurrent_jobs`` attempts start; the rest wait FIFO.
+
+Only a started attempt (:class:`Fire`) holds a slot; the runtime gives it back with
+``on_complete`` (it ran) or ``release`` (it never started: lost election, unresolvable
+target, store error), so no failure path can leak a slot or strand a job. While the
+store is unreachable, attempts that need it are not started at all (``_hold``).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from cronctl.core.actions import (
+    Action,
+    DeadLetter,
+    Enqueue,
+    ExecKey,
+    Finish,
+    Fire,
+    Retry,
+    Skip,
+    SkipReason,
+    WaitReason,
+)
+from cronctl.core.state import Active as _Active
+from cronctl.core.state import Job as _Job
+from cronctl.core.state import Pending as _Pending
+from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode, Origin, OverlapPolicy
+
+_FIRE, _RETRY, _TIMEOUT = 0, 1, 2
+_FAILURES = (ExecutionStatus.FAILED, ExecutionStatus.ABANDONED)
+_SCHEDULED_ORIGINS = (Origin.CRON, Origin.MISFIRE)
+
+
+def needs_store(job: JobDefinition) -> bool:
+    """Whether the job's attempts write execution rows (single_instance needs its row:
+    the insert is the cluster election), so cannot start while the store is unreachable."""
+    return job.tracked or job.mode is Mode.SINGLE_INSTANCE
+
+
+class Guards:
+    """Guard state and the attempt life cycle; :class:`~cronctl.core.engine.SchedulerCore`
+    adds the heap handlers, misfires and recovery on top."""
+
+    def __init__(self, max_concurrent_jobs: int, occurrence_ids: Callable[[str, datetime], str]
+                 ) -> None:
+        self._max = max(1, max_concurrent_jobs)
+        self._occ = occurrence_ids
+        self._heap: list[tuple[datetime, int, int, str, int, object]] = []
+        self._seq = 0
+        self._next_key = 0
+        self._active: dict[ExecKey, _Active] = {}
+        self._running = 0
+        self._slot_wait: deque[_Pending] = deque()
+        self._group_busy: set[str] = set()
+        self._group_wait: dict[str, deque[_Pending]] = {}
+        self._store_down = False  # between ``unavailable`` and ``store_back``
+        self._held: list[_Pending] = []  # attempts waiting for the store to come back
+
+    def _offer_cron(self, p: _Pending, now: datetime, out: list[Action]) -> None:
+        js = p.js
+        if js.paused:
+            out.append(Skip(js.job.id, p.planned, p.origin, SkipReason.PAUSED))
+            return
+        policy = js.job.overlap_policy
+        if policy is not OverlapPolicy.ALLOW and (js.in_flight or js.waiting):
+            if policy is OverlapPolicy.SKIP:
+                out.append(Skip(js.job.id, p.planned, p.origin, SkipReason.OVERLAP))
+                return
+            old = js.queued
+            if old is not None:
+                out.append(Skip(js.job.id, old.planned, old.origin, SkipReason.SUPERSEDED))
+            js.queued = p
+            out.append(Enqueue(js.job.id, p.planned, p.origin, WaitReason.QUEUE_ONE))
+            return
+        js.in_flight += 1
+        self._admit(p, now, out)
+
+    def _offer_explicit(self, p: _Pending, now: datetime, out: list[Action]) -> None:
+        js = p.js
+        if js.job.overlap_policy is not OverlapPolicy.ALLOW and (js.in_flight or js.waiting):
+            js.waiting.append(p)
+            out.append(Enqueue(js.job.id, p.planned, p.origin, WaitReason.JOB))
+            return
+        js.in_flight += 1
+        self._admit(p, now, out)
+
+    def _admit(self, p: _Pending, now: datetime, out: list[Action]) -> None:
+        group = p.js.job.serial_group
+        if group is not None:
+            if group in self._group_busy:
+                self._group_wait.setdefault(group, deque()).append(p)
+                out.append(Enqueue(p.js.job.id, p.planned, p.origin, WaitReason.GROUP))
+                return
+            self._group_busy.add(group)  # reserved from here until the attempt ends
+            p.group = group
+        if self._running >= self._max or self._slot_wait:
+            self._slot_wait.append(p)
+            out.append(Enqueue(p.js.job.id, p.planned, p.origin, WaitReason.SLOT))
+            return
+        self._start(p, now, out)
+
+    def _start(self, p: _Pending, now: datetime, out: list[Action]) -> None:
+        if self._store_down and needs_store(p.js.job):
+            self._hold(p, now, out)
+            return
+        self._running += 1
+        key = self._next_key = self._next_key + 1
+        self._active[key] = _Active(key, p, now)
+        job = p.js.job
+        occ = p.occurrence_id
+        if occ is None:
+            occ = p.occurrence_id = self._occ(job.id, p.planned)
+        out.append(Fire(key, job.id, p.planned, p.due, p.attempt, p.origin, occ,
+                        p.recovered_from, p.row))
+        if job.timeout is not None and job.timeout > timedelta(0):
+            self._push(now + job.timeout, _TIMEOUT, job.id, 0, key)
+
+    def _ended(
+        self, act: _Active, status: ExecutionStatus, error: str | None, now: datetime,
+        out: list[Action],
+    ) -> None:
+        p = act.p
+        job = p.js.job
+        retrying = False
+        if status in _FAILURES:
+            if p.attempt < job.max_attempts:
+                retrying = True
+                out.append(Finish(act.key, job.id, status, error))
+                due = now + job.retry_backoff * (2 ** (p.attempt - 1))
+                nxt = _Pending(p.js, p.planned, due, p.attempt + 1, p.origin, p.occurrence_id)
+                self._push(due, _RETRY, job.id, 0, nxt)
+                assert p.occurrence_id is not None  # set when the attempt started
+                out.append(Retry(job.id, p.planned, p.attempt + 1, due, p.occurrence_id,
+                                 p.origin))
+            else:
+                out.append(DeadLetter(act.key, job.id, error))
+        else:
+            out.append(Finish(act.key, job.id, status, error))
+        self._free_guards(p, now, out)
+        if not retrying:
+            self._occurrence_done(p.js, now, out)
+
+    def _free_guards(self, p: _Pending, now: datetime, out: list[Action]) -> None:
+        self._running -= 1
+        self._free_group(p)
+        self._fill_slots(now, out)
+
+    def _free_group(self, p: _Pending) -> None:
+        group, p.group = p.group, None
+        if group is not None:
+            self._group_busy.discard(group)
+            queue = self._group_wait.get(group)
+            if queue:
+                nxt = queue.popleft()
+                if not queue:
+                    del self._group_wait[group]
+                self._group_busy.add(group)
+                nxt.group = group
+                self._slot_wait.append(nxt)
+
+    def _fill_slots(self, now: datetime, out: list[Action]) -> None:
+        while self._slot_wait and self._running < self._max:
+            self._start(self._slot_wait.popleft(), now, out)
+
+    def _hold(self, p: _Pending, now: datetime, out: list[Action]) -> None:
+        """The store is unreachable: do not start ``p`` (see :meth:`unavailable`)."""
+        self._free_group(p)
+        js = p.js
+        if p.origin in _SCHEDULED_ORIGINS and p.attempt == 1 and p.row is None:
+            if js.lost is None or p.planned < js.lost:
+                js.lost = p.planned
+            self._occurrence_done(js, now, out)
+        else:
+            self._held.append(p)  # stays in flight, like a retry in its backoff
+
+    def _occurrence_done(self, js: _Job, now: datetime, out: list[Action]) -> None:
+        js.in_flight -= 1
+        if js.in_flight or js.job.overlap_policy is OverlapPolicy.ALLOW:
+            return
+        if js.removed:
+            self._drop_waiting(js, out)
+            return
+        if js.waiting:
+            p = js.waiting.popleft()
+        elif js.queued is not None:
+            p = js.queued
+            js.queued = None
+        else:
+            return
+        js.in_flight += 1
+        self._admit(p, now, out)
+
+    def _drop_waiting(self, js: _Job, out: list[Action]) -> None:
+        for p in (*js.waiting, *((js.queued,) if js.queued else ())):
+            out.append(Skip(js.job.id, p.planned, p.origin, SkipReason.REMOVED))
+        js.waiting.clear()
+        js.queued = None
+
+    def _push(self, due: datetime, kind: int, job_id: str, gen: int, obj: object) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (due, self._seq, kind, job_id, gen, obj))
