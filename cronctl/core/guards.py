@@ -156,8 +156,10 @@ class Guards:
 
     def _free_guards(self, p: _Pending, now: datetime, out: list[Action]) -> None:
         self._running -= 1
-        self._free_group(p)
-        self._fill_slots(now, out)
+        if p.group is not None:
+            self._free_group(p)
+        while self._slot_wait and self._running < self._max:  # _fill_slots, inlined (hot)
+            self._start(self._slot_wait.popleft(), now, out)
 
     def _free_group(self, p: _Pending) -> None:
         group, p.group = p.group, None

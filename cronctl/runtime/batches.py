@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from cronctl.jobs.model import ExecutionStatus
-from cronctl.store.base import Store, Transition
+from cronctl.store.base import Store, StoreUnavailable, Transition
 
 log = logging.getLogger("cronctl.runtime")
 _LIVE = (ExecutionStatus.PENDING, ExecutionStatus.RUNNING)
@@ -73,6 +73,9 @@ class FinalBatch:
             self._submit(self.flush)
 
     def flush(self) -> None:
+        """Write the batch. While the store is unreachable keep it (ahead of newer ones)
+        for the next flush: a final status lost to an outage would leave its row
+        ``running``, and recovery would run that occurrence again."""
         with self._lock:
             batch, self._pending = self._pending, []
         if not batch:
@@ -81,6 +84,13 @@ class FinalBatch:
         try:
             self._store.transitions([Transition(eid, _LIVE, status, error, None, at)
                                      for eid, status, error in batch])
-        finally:
+        except StoreUnavailable:
+            with self._lock:
+                self._pending[:0] = batch
+            raise
+        except BaseException:
             for eid, _status, _error in batch:
                 self._drain(eid)
+            raise
+        for eid, _status, _error in batch:
+            self._drain(eid)

@@ -33,14 +33,17 @@ from cronctl.core import (
     SchedulerCore,
     Skip,
     SkipReason,
+    needs_store,
 )
 from cronctl.dispatch.base import Dispatcher, DispatchRequest, ExecutionHandle, Outcome
 from cronctl.dispatch.logbuffer import LogFlusher, ProcessLogSink
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode, Origin
+from cronctl.runtime.ahead import RetryRows
 from cronctl.runtime.batches import CursorBatch, FinalBatch
+from cronctl.runtime.health import StoreHealth
 from cronctl.runtime.io import IoWorker
 from cronctl.runtime.logsetup import ids
-from cronctl.store.base import NewExecution, Store
+from cronctl.store.base import NewExecution, Store, StoreUnavailable
 
 log = logging.getLogger("cronctl.runtime")
 _SCHEDULED = (Origin.CRON, Origin.MISFIRE)
@@ -48,9 +51,7 @@ _LIVE = (ExecutionStatus.PENDING, ExecutionStatus.RUNNING)
 REMOTE_RETRY = timedelta(seconds=1)  # how soon a fire blocked by another node tries again
 
 
-def is_tracked(job: JobDefinition) -> bool:
-    """single_instance needs its row: the insert is the cluster election."""
-    return job.tracked or job.mode is Mode.SINGLE_INSTANCE
+is_tracked = needs_store  # single_instance needs its row: the insert is the election
 
 
 def first_line(exc: BaseException) -> str:
@@ -67,6 +68,7 @@ class _Ready:
     tracked: bool
     token: int | None = None
     execution_id: int | None = None
+    row: int | None = None  # a pending row written ahead for this attempt: claim it
 
 
 @dataclass(slots=True)
@@ -105,6 +107,9 @@ class Firing:
         self.skipped = 0
         self._store_down = False
         self.group_index: dict[str, list[str]] = {}  # serial group -> job ids (set on load)
+        self.health: StoreHealth | None = None  # set by the Scheduler
+        self.ahead = RetryRows(store, node_id=node_id, clock=clock, submit=io.submit,
+                               unavailable=self._health_failed)
 
     # --- the action loop -------------------------------------------------------------------
 
@@ -167,8 +172,7 @@ class Firing:
         elif isinstance(a, Missed):
             self._missed(a)
         elif isinstance(a, Retry):
-            log.info("retry scheduled job=%s attempt=%d at=%s", a.job_id, a.attempt,
-                     a.due.isoformat(), extra=ids(a.job_id))
+            self._retry(a)
         elif isinstance(a, CloseInterrupted):
             self._close_interrupted(a)
         return None
@@ -234,6 +238,10 @@ class Firing:
                      extra=ids(job.id))
         if not is_tracked(job):
             return _Ready(a, job, False)
+        health = self.health
+        if health is not None and health.down:
+            return self.core.unavailable(a.key, now)  # the core remembers it
+        row = a.row if a.attempt == 1 else self.ahead.row_for(a)
         token: int | None = None
         try:
             blocked = self._cluster_guard(job, a, now)
@@ -241,15 +249,22 @@ class Firing:
                 return blocked
             if job.mode is Mode.SINGLE_INSTANCE:
                 token = self.store.next_fencing_token(job.id)
+        except StoreUnavailable as exc:
+            return self._unavailable(exc, [a], now)
         except Exception as exc:
             self._store_failed(job, exc)
             return self._release(a, now, f"store error: {first_line(exc)}")
-        return _Ready(a, job, True, token)
+        return _Ready(a, job, True, token, row=row)
 
     def _record(self, ready: list[_Ready], tracked: list[_Ready], now: datetime,
                 follow: list[Action]) -> list[_Ready]:
         """Insert the rows of ``tracked`` (for single_instance the insert IS the
-        election); returns the fires of ``ready`` that may be dispatched."""
+        election) or claim the pending rows written ahead for them; returns the fires of
+        ``ready`` that may be dispatched."""
+        lost: set[int] = set()
+        if any(r.row is not None for r in tracked):
+            follow.extend(self._claim([r for r in tracked if r.row is not None], now, lost))
+            tracked = [r for r in tracked if r.row is None and id(r) not in lost]
         rows = [NewExecution(
             job_id=r.job.id, occurrence_id=r.fire.occurrence_id, scheduled_at=r.fire.planned,
             attempt=r.fire.attempt, origin=r.fire.origin, node_id=self.node_id,
@@ -257,15 +272,19 @@ class Firing:
             fencing_token=r.token, target=str(r.job.target), status=ExecutionStatus.RUNNING,
             started_at=now, created_at=now) for r in tracked]
         try:
-            ids_ = self.store.insert_executions(rows)
+            ids_ = self.store.insert_executions(rows) if rows else []
+        except StoreUnavailable as exc:
+            follow.extend(self._unavailable(exc, [r.fire for r in tracked], now).actions)
+            lost.update(id(r) for r in tracked)
+            return [r for r in ready if id(r) not in lost]
         except Exception as exc:
             self._store_failed(tracked[0].job, exc)
             for r in tracked:
                 follow.extend(self._release(r.fire, now, f"store error: {first_line(exc)}")
                               .actions)
-            return [r for r in ready if not r.tracked]
+            lost.update(id(r) for r in tracked)
+            return [r for r in ready if id(r) not in lost]
         self._store_ok()
-        lost: set[int] = set()
         for r, execution_id in zip(tracked, ids_, strict=True):
             if execution_id is not None:
                 r.execution_id = execution_id
@@ -279,6 +298,39 @@ class Firing:
                 self._cursor(a.job_id, a.planned)
             follow.extend(self._release(a, now, "another node runs this occurrence").actions)
         return [r for r in ready if id(r) not in lost]
+
+    def _claim(self, claims: list[_Ready], now: datetime, lost: set[int]) -> list[Action]:
+        """Start the pending rows written ahead (retries, recovered pending rows): a
+        claim lost means another node runs that attempt."""
+        follow: list[Action] = []
+        for r in claims:
+            a = r.fire
+            assert r.row is not None
+            try:
+                won = self.store.claim_execution(r.row, node_id=self.node_id,
+                                                 fencing_token=r.token, started_at=now)
+            except StoreUnavailable as exc:
+                lost.add(id(r))
+                follow.extend(self._unavailable(exc, [a], now).actions)
+                continue
+            except Exception as exc:
+                won = False
+                self._store_failed(r.job, exc)
+            self.ahead.forget(a)
+            if won:
+                r.execution_id = r.row
+            else:
+                lost.add(id(r))
+                follow.extend(self._release(a, now, "another node runs this attempt").actions)
+        return follow
+
+    def _retry(self, a: Retry) -> None:
+        log.info("retry scheduled job=%s attempt=%d at=%s", a.job_id, a.attempt,
+                 a.due.isoformat(), extra=ids(a.job_id))
+        job = self.core.job(a.job_id)
+        if (job is not None and is_tracked(job) and self.store.persistent
+                and not (self.health is not None and self.health.down)):
+            self.ahead.write(a, job)  # a pending row: survives a stop or a crash
 
     def _launch(self, r: _Ready) -> Decision | None:
         a, job, execution_id = r.fire, r.job, r.execution_id
@@ -338,7 +390,24 @@ class Firing:
 
     def _release(self, a: Fire, now: datetime, why: str) -> Decision:
         self._trigger_done(a.occurrence_id, None, why)
+        self.ahead.close(a, why)
         return self.core.release(a.key, now)
+
+    def _unavailable(self, exc: StoreUnavailable, fires: list[Fire], now: datetime
+                     ) -> Decision:
+        """The store is unreachable: report it (one WARNING per outage) and let the core
+        hold these attempts until it is back."""
+        self._health_failed(exc)
+        actions: list[Action] = []
+        for a in fires:
+            actions.extend(self.core.unavailable(a.key, now).actions)
+        return Decision(tuple(actions), self.core.next_wake())
+
+    def _health_failed(self, exc: StoreUnavailable) -> None:
+        if self.health is not None:
+            self.health.failed(exc)
+        else:
+            log.warning("store unreachable: %s", first_line(exc))
 
     # --- endings ---------------------------------------------------------------------------
 
@@ -395,6 +464,8 @@ class Firing:
                 a.reason.value, extra=ids(a.job_id))
         if a.origin in _SCHEDULED:
             self._cursor(a.job_id, a.planned)
+        if a.reason is SkipReason.REMOVED and len(self.ahead):
+            self.ahead.close_removed(a.job_id, a.planned)
 
     def _cursor(self, job_id: str, planned: datetime) -> None:
         job = self.core.job(job_id)
@@ -416,6 +487,8 @@ class Firing:
                 error="interrupted: its scheduler stopped before it finished")
         except Exception as exc:
             won = False
+            if isinstance(exc, StoreUnavailable):
+                self._health_failed(exc)
             log.warning("could not close interrupted exec=%s: %s", a.execution_id,
                         first_line(exc))
         if won:

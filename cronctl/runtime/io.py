@@ -7,12 +7,16 @@ stays in order, and the scheduler thread never waits for it.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
 import queue
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from cronctl.store.base import StoreUnavailable
 
 log = logging.getLogger("cronctl.runtime")
 
@@ -33,6 +37,10 @@ class IoWorker:
         self._periodic: list[_Periodic] = []
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._failing: set[str] = set()
+        self._timers: list[tuple[float, int, Task]] = []  # one-shot: (due, seq, task)
+        self._seq = itertools.count()
+        # Where a StoreUnavailable goes instead of a per-task warning (see runtime.health).
+        self.on_unavailable: Callable[[StoreUnavailable], None] | None = None
 
     def submit(self, task: Task) -> None:
         self._tasks.put(task)
@@ -42,6 +50,12 @@ class IoWorker:
         Must be called before :meth:`start`."""
         start = time.monotonic() + (interval if first is None else first)
         self._periodic.append(_Periodic(name, max(interval, 0.01), start, fn))
+
+    def after(self, delay: float, task: Task) -> None:
+        """Run ``task`` once, ``delay`` seconds from now (any thread)."""
+        due = time.monotonic() + delay
+        # Registered by the I/O thread itself, which then recomputes how long to sleep.
+        self._tasks.put(lambda: heapq.heappush(self._timers, (due, next(self._seq), task)))
 
     def start(self) -> None:
         self._thread.start()
@@ -61,7 +75,13 @@ class IoWorker:
                 if p.due <= now:
                     self._guard(p.name, p.fn)
                     p.due = max(p.due + p.interval, time.monotonic())
-            wait = min((p.due for p in self._periodic), default=now + 1.0) - time.monotonic()
+            timers = self._timers
+            while timers and timers[0][0] <= now:
+                self._guard("task", heapq.heappop(timers)[2])
+            wait = min((p.due for p in self._periodic), default=now + 1.0)
+            if timers:
+                wait = min(wait, timers[0][0])
+            wait -= time.monotonic()
             try:
                 task = self._tasks.get(timeout=max(wait, 0.0))
             except queue.Empty:
@@ -76,6 +96,9 @@ class IoWorker:
         try:
             fn()
         except Exception as exc:
+            if isinstance(exc, StoreUnavailable) and self.on_unavailable is not None:
+                self.on_unavailable(exc)  # one WARNING per outage, not one per task
+                return
             level = logging.DEBUG if name in self._failing else logging.WARNING
             self._failing.add(name)
             log.log(level, "%s failed: %s", name, str(exc).strip().splitlines()[0] if str(exc)

@@ -26,6 +26,7 @@ from cronctl.dispatch.base import Dispatcher, Outcome
 from cronctl.dispatch.logbuffer import LogFlusher
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Origin
 from cronctl.runtime.firing import Firing, first_line
+from cronctl.runtime.health import StoreHealth
 from cronctl.runtime.io import IoWorker
 from cronctl.runtime.logsetup import ids
 from cronctl.runtime.notify import Notifier, SystemdNotifier
@@ -54,8 +55,8 @@ def _process_alive(pid: int) -> bool:
 
 
 def _recovered(rows: Sequence[ExecutionRecord]) -> list[RecoveredExecution]:
-    return [RecoveredExecution(r.id, r.job_id, r.scheduled_at, r.attempt, r.origin, r.status)
-            for r in rows]
+    return [RecoveredExecution(r.id, r.job_id, r.scheduled_at, r.attempt, r.origin, r.status,
+                               r.created_at) for r in rows]
 
 
 class Scheduler:
@@ -97,6 +98,10 @@ class Scheduler:
         self.firing = Firing(core=self.core, store=store, dispatcher=self.dispatcher,
                              flusher=self.flusher, io=self.io, node_id=config.node_id,
                              clock=self.clock, post=self._inbox.put)
+        self.health = StoreHealth(check=self._probe_store, later=self.io.after,
+                                  back=lambda: self._inbox.put(("store back",)))
+        self.io.on_unavailable = self.health.failed
+        self.firing.health = self.health
         self._thread = threading.Thread(target=self._loop, name="cronctl-scheduler",
                                         daemon=True)
         self._ready = threading.Event()
@@ -125,13 +130,14 @@ class Scheduler:
             self._unregister()
             raise
         self._index_groups()
+        up = self._while_up
         self.io.every("log flush", self.config.progress_flush_interval.total_seconds(),
-                      self.flusher.flush)
+                      up(self.flusher.flush))
         self.io.every("heartbeat", self.config.heartbeat_interval.total_seconds(),
-                      self._heartbeat)
-        self.io.every("pause poll", PAUSE_POLL_INTERVAL, self._poll_paused)
+                      up(self._heartbeat))
+        self.io.every("pause poll", PAUSE_POLL_INTERVAL, up(self._poll_paused))
         self.io.every("node recovery", self.config.heartbeat_interval.total_seconds(),
-                      self._poll_expired)
+                      up(self._poll_expired))
         self._paused_seen = {j for j, st in states.items() if st.paused}
         self.io.start()
         self._initial = initial
@@ -292,6 +298,8 @@ class Scheduler:
                     self.core.set_paused(job_id, paused)
             elif kind == "recover" and not self._stopping:
                 self.firing.execute(self.core.recover(msg[1], self.clock()))
+            elif kind == "store back":
+                self._store_back()
         except Exception:
             log.exception("internal error handling %s", kind)
         return None
@@ -352,7 +360,32 @@ class Scheduler:
                 index.setdefault(job.serial_group, []).append(job.id)
         self.firing.group_index = index
 
+    def _store_back(self) -> None:
+        outage = self.health.up()
+        log.info("store reachable again after %.1fs; applying the misfire policy to the "
+                 "fires it missed", outage)
+        self.notifier.notify(f"STATUS=scheduling {sum(1 for j in self._jobs if j.enabled)} "
+                             "jobs")
+        self.firing.execute(self.core.store_back(self.clock()))
+
     # --- store polling (I/O thread) ---------------------------------------------------------
+
+    def _while_up(self, fn: Callable[[], object]) -> Callable[[], None]:
+        """``fn``, skipped while the store is unreachable (the probe alone tries it)."""
+        def run() -> None:
+            if not self.health.down:
+                fn()
+        return run
+
+    def _probe_store(self) -> None:
+        """Is the store back? Write what waited for it: the heartbeat, cursors of fires
+        confirmed before the outage, final statuses of executions that ended during it."""
+        now = self.clock()
+        if not self.store.heartbeat(self.config.node_id, now):
+            self.store.register_node(self.config.node_id, socket.gethostname(), os.getpid(),
+                                     now, ttl=self._ttl)
+        self.firing.cursors.flush(self.store)
+        self.firing.finals.flush()
 
     def _poll(self) -> None:
         """On the scheduler thread: hand the I/O thread what to poll for."""
@@ -363,6 +396,8 @@ class Scheduler:
         self.io.submit(lambda: self._poll_store(live))
 
     def _poll_store(self, live: list[int]) -> None:
+        if self.health.down:
+            return
         self.firing.cursors.flush(self.store)
         if live:
             cancelled = self.store.cancel_requested(live)
