@@ -156,6 +156,26 @@ class NewExecution:
     status: ExecutionStatus = ExecutionStatus.PENDING
     started_at: datetime | None = None
     created_at: datetime | None = None
+    locks: tuple[str, ...] = ()  # guard keys to take with the row (:meth:`Store.insert_guarded`)
+
+
+@dataclass(frozen=True, slots=True)
+class GuardLock:
+    """A cluster-wide guard held by a running execution: ``group:<name>`` (serial group)
+    or ``job:<id>`` (single_instance overlap)."""
+
+    key: str
+    execution_id: int
+    node_id: str
+    acquired_at: datetime
+
+
+def group_lock(group: str) -> str:
+    return f"group:{group}"
+
+
+def job_lock(job_id: str) -> str:
+    return f"job:{job_id}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,7 +330,48 @@ class Store(Protocol):
 
     def transitions(self, changes: Sequence[Transition]) -> list[bool]:
         """:meth:`transition` for each change, in order, in ONE transaction; whether each
-        one happened."""
+        one happened. A change to a final status (neither ``pending`` nor ``running``)
+        also releases the guard locks its execution holds, in the same transaction."""
+        ...
+
+    # --- guard locks (cluster-wide serial groups and single_instance overlap) ----------
+
+    def insert_guarded(self, rows: Sequence[NewExecution]) -> list[int | str | None]:
+        """:meth:`insert_executions`, where a row with ``locks`` is inserted only together
+        with every one of its guard locks (``INSERT ... ON CONFLICT DO NOTHING`` on the
+        key), all in ONE transaction: the new row id where this caller won the row and its
+        locks; ``None`` where the row already existed; the key of a lock that another
+        execution holds (then neither the row nor any lock was written). Of any number of
+        concurrent callers taking one key, exactly one gets it."""
+        ...
+
+    def claim_guarded(
+        self, execution_id: int, *, node_id: str, fencing_token: int | None,
+        started_at: datetime, locks: Sequence[str],
+    ) -> bool | str:
+        """:meth:`claim_execution` together with ``locks``, in ONE transaction: True if the
+        row was claimed and the locks taken; False if the row is not ``pending`` any more;
+        the key of a lock another execution holds (the row stays ``pending``)."""
+        ...
+
+    def guard_locks(self) -> list[GuardLock]:
+        """Every held lock, by key (``status`` and tests)."""
+        ...
+
+    def release_locks(self, node_id: str) -> int:
+        """Drop every lock ``node_id`` holds (its scheduler stopped or restarted); how
+        many."""
+        ...
+
+    def release_stale_locks(self, now: datetime, ttl: timedelta) -> int:
+        """Drop the locks of nodes that are not live (heartbeat at or before ``now - ttl``,
+        or no node row at all: crashed or stopped); how many."""
+        ...
+
+    def orphaned_executions(self) -> list[ExecutionRecord]:
+        """single_instance executions still ``pending`` or ``running`` whose node has no
+        node row any more (it stopped gracefully and left them for the cluster), oldest
+        ``scheduled_at`` first."""
         ...
 
     def get_execution(self, execution_id: int) -> ExecutionRecord | None: ...
@@ -460,6 +521,9 @@ def statuses(value: ExecutionStatus | Collection[ExecutionStatus]) -> tuple[Exec
 
 __all__ = [
     "ExecutionRecord",
+    "GuardLock",
+    "group_lock",
+    "job_lock",
     "LogEntry",
     "LogLine",
     "NodeIdInUse",

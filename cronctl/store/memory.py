@@ -14,6 +14,7 @@ from typing import Any
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Origin
 from cronctl.store.base import (
     ExecutionRecord,
+    GuardLock,
     LogEntry,
     LogLine,
     NewExecution,
@@ -25,7 +26,10 @@ from cronctl.store.base import (
     require_aware,
     statuses,
 )
+from cronctl.store.memlocks import LockTable
 from cronctl.store.snapshot import definition_snapshot, dumps
+
+_LIVE = (ExecutionStatus.PENDING, ExecutionStatus.RUNNING)
 
 
 def level_name(level: str | int) -> str:
@@ -64,6 +68,7 @@ class MemoryStore:
         self._triggers: dict[int, TriggerRequest] = {}
         self._trigger_keys: set[tuple[str, datetime]] = set()
         self._nodes: dict[str, NodeRecord] = {}
+        self._guards = LockTable()
         self._next_id = 1
         self._next_trigger = 1
 
@@ -203,6 +208,55 @@ class MemoryStore:
                 fencing_token=fencing_token, started_at=started)
             return True
 
+    def insert_guarded(self, rows: Sequence[NewExecution]) -> list[int | str | None]:
+        out: list[int | str | None] = []
+        with self._lock:
+            for r in rows:
+                held = self._guards.held(r.locks) if r.locks else None
+                if held is not None:
+                    key = (r.job_id, r.occurrence_id, r.scope_node or "", r.attempt)
+                    out.append(None if key in self._keys else held)
+                    continue
+                [new_id] = self.insert_executions([r])
+                if new_id is not None and r.locks:
+                    self._guards.take(r.locks, new_id, r.node_id, _now(r.created_at))
+                out.append(new_id)
+        return out
+
+    def claim_guarded(
+        self, execution_id: int, *, node_id: str, fencing_token: int | None,
+        started_at: datetime, locks: Sequence[str],
+    ) -> bool | str:
+        with self._lock:
+            rec = self._executions.get(execution_id)
+            if rec is None or rec.status is not ExecutionStatus.PENDING:
+                return False
+            held = self._guards.held(locks)
+            if held is not None:
+                return held
+            self._guards.take(locks, execution_id, node_id, require_aware(started_at, "at"))
+            return self.claim_execution(execution_id, node_id=node_id,
+                                        fencing_token=fencing_token, started_at=started_at)
+
+    def guard_locks(self) -> list[GuardLock]:
+        with self._lock:
+            return self._guards.all()
+
+    def release_locks(self, node_id: str) -> int:
+        with self._lock:
+            return self._guards.release_nodes(drop=node_id)
+
+    def release_stale_locks(self, now: datetime, ttl: timedelta) -> int:
+        live = [n.node_id for n in self.live_nodes(now, ttl)]
+        with self._lock:
+            return self._guards.release_nodes(live)
+
+    def orphaned_executions(self) -> list[ExecutionRecord]:
+        with self._lock:
+            return sorted((r for r in self._executions.values()
+                           if r.status in _LIVE and r.scope_node is None
+                           and r.node_id not in self._nodes), key=history_key)
+
     def transitions(self, changes: Sequence[Transition]) -> list[bool]:
         with self._lock:
             return [self.transition(c.execution_id, c.expected, c.new, error=c.error,
@@ -232,6 +286,8 @@ class MemoryStore:
             if rec is None or rec.status not in allowed:
                 return False
             self._executions[execution_id] = replace(rec, **changes)
+            if new not in _LIVE:
+                self._guards.release_executions((execution_id,))
             return True
 
     def get_execution(self, execution_id: int) -> ExecutionRecord | None:

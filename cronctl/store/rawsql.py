@@ -51,6 +51,13 @@ _FENCING = (
 )
 
 
+_LOCK_INSERT = ('INSERT INTO guard_locks ("key", execution_id, node_id, acquired_at) '
+                'VALUES (?, ?, ?, ?) ON CONFLICT ("key") DO NOTHING')
+_FINAL = frozenset(s for s in ExecutionStatus
+                   if s not in (ExecutionStatus.PENDING, ExecutionStatus.RUNNING))
+LOCK_CHUNK = 1000
+
+
 class RawSql:
     """The hot statements of one engine's dialect."""
 
@@ -143,7 +150,56 @@ class RawSql:
             result.append(won.pop((p[0], p[1], p[4], p[3]), None))
         return result
 
+    def insert_guarded(self, cur: Any, rows: Sequence[NewExecution]) -> list[int | str | None]:
+        """See :meth:`cronctl.store.base.Store.insert_guarded`. Rows without locks take the
+        batch path; each row with locks is inserted, then its locks are taken in key order
+        (one order for every node), and both are undone if a key is held."""
+        out: list[int | str | None] = [None] * len(rows)
+        plain = [i for i, r in enumerate(rows) if not r.locks]
+        if plain:
+            for i, new_id in zip(plain, self.insert_executions(cur, [rows[i] for i in plain]),
+                                 strict=True):
+                out[i] = new_id
+        guarded = sorted((i for i, r in enumerate(rows) if r.locks),
+                         key=lambda i: sorted(rows[i].locks))
+        for i in guarded:
+            r = rows[i]
+            [new_id] = self.insert_executions(cur, [r])
+            if new_id is None:
+                continue
+            held = self.take_locks(cur, new_id, r.node_id, r.locks,
+                                   require_aware(r.created_at or datetime.now(UTC), "now"))
+            if held is not None:
+                cur.execute(self.sql("DELETE FROM job_executions WHERE id = ?"), (new_id,))
+            out[i] = new_id if held is None else held
+        return out
+
+    def take_locks(self, cur: Any, execution_id: int, node_id: str, keys: Sequence[str],
+                   at: datetime) -> str | None:
+        """Take every key for ``execution_id``; on the first one held elsewhere, drop the
+        ones taken and return that key."""
+        stamp = self.ts(at)
+        for key in sorted(keys):
+            cur.execute(self.sql(_LOCK_INSERT), (key, execution_id, node_id, stamp))
+            if cur.rowcount != 1:
+                self.release_executions(cur, [execution_id])
+                return key
+        return None
+
+    def release_executions(self, cur: Any, execution_ids: Sequence[int]) -> None:
+        for start in range(0, len(execution_ids), LOCK_CHUNK):
+            chunk = execution_ids[start:start + LOCK_CHUNK]
+            cur.execute(self.sql(f"DELETE FROM guard_locks WHERE execution_id IN "
+                                 f"({', '.join('?' * len(chunk))})"), tuple(chunk))
+
     def transitions(self, cur: Any, changes: Sequence[Transition]) -> list[bool]:
+        out = self._transitions(cur, changes)
+        ended = [c.execution_id for c in changes if c.new in _FINAL]
+        if ended:
+            self.release_executions(cur, ended)
+        return out
+
+    def _transitions(self, cur: Any, changes: Sequence[Transition]) -> list[bool]:
         out: list[bool] = []
         for c in changes:
             allowed = [s.value for s in statuses(c.expected)]

@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection, Engine
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Origin
 from cronctl.store.base import (
     ExecutionRecord,
+    GuardLock,
     LogEntry,
     LogLine,
     NewExecution,
@@ -39,6 +40,7 @@ from cronctl.store.rawsql import RawSql
 from cronctl.store.snapshot import definition_snapshot, dumps
 from cronctl.store.sqlrows import execution_row, node_row, schedule_row, trigger_row
 from cronctl.store.tables import (
+    guard_locks,
     job_executions,
     job_logs,
     job_schedules,
@@ -199,6 +201,53 @@ class SqlStore:
         with self._raw_write() as cur:
             return self._raw.claim(cur, execution_id, node_id, fencing_token,
                                    require_aware(started_at, "started_at"))
+
+    def insert_guarded(self, rows: Sequence[NewExecution]) -> list[int | str | None]:
+        if not rows:
+            return []
+        with self._raw_write() as cur:
+            return self._raw.insert_guarded(cur, rows)
+
+    def claim_guarded(
+        self, execution_id: int, *, node_id: str, fencing_token: int | None,
+        started_at: datetime, locks: Sequence[str],
+    ) -> bool | str:
+        at = require_aware(started_at, "started_at")
+        with self._raw_write() as cur:
+            held = self._raw.take_locks(cur, execution_id, node_id, locks, at)
+            if held is not None:
+                return held
+            if self._raw.claim(cur, execution_id, node_id, fencing_token, at):
+                return True
+            self._raw.release_executions(cur, [execution_id])
+            return False
+
+    def guard_locks(self) -> list[GuardLock]:
+        with self._read() as conn:
+            rows = conn.execute(sa.select(guard_locks).order_by(guard_locks.c.key))
+            return [GuardLock(r.key, int(r.execution_id), r.node_id, r.acquired_at)
+                    for r in rows]
+
+    def release_locks(self, node_id: str) -> int:
+        with self._write() as conn:
+            return int(conn.execute(
+                sa.delete(guard_locks).where(guard_locks.c.node_id == node_id)).rowcount)
+
+    def release_stale_locks(self, now: datetime, ttl: timedelta) -> int:
+        cutoff = require_aware(now, "now") - ttl
+        N = scheduler_nodes.c
+        live = sa.select(N.node_id).where(N.heartbeat_at > cutoff)
+        with self._write() as conn:
+            return int(conn.execute(
+                sa.delete(guard_locks).where(guard_locks.c.node_id.not_in(live))).rowcount)
+
+    def orphaned_executions(self) -> list[ExecutionRecord]:
+        q = (sa.select(job_executions)
+             .where(_X.status.in_(_LIVE), _X.scope == "",
+                    _X.node_id.not_in(sa.select(scheduler_nodes.c.node_id)))
+             .order_by(_X.scheduled_at, _X.id))
+        with self._read() as conn:
+            return [execution_row(r) for r in conn.execute(q)]
 
     def transition(
         self,

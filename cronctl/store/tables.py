@@ -149,8 +149,23 @@ trigger_requests = sa.Table(
     sa.Index("ix_trigger_requests_taken_by_id", "taken_by", "id"),
 )
 
+# Cluster-wide guards (serial groups, single_instance overlap): a row per held key,
+# inserted in the transaction that inserts (or claims) the execution and deleted in the
+# one that writes its final status, so holding the key and running are one fact.
+guard_locks = sa.Table(
+    "guard_locks",
+    metadata,
+    sa.Column("key", sa.String(ID_LEN + 16), primary_key=True),  # "group:<name>", "job:<id>"
+    sa.Column("execution_id", BigId, nullable=False),
+    sa.Column("node_id", sa.String(ID_LEN), nullable=False),
+    sa.Column("acquired_at", UtcDateTime(), nullable=False),
+    sa.Index("ix_guard_locks_execution_id", "execution_id"),
+    sa.Index("ix_guard_locks_node_id", "node_id"),
+)
+
 __all__ = [
     "UtcDateTime",
+    "guard_locks",
     "job_executions",
     "job_logs",
     "job_schedules",

@@ -1,0 +1,128 @@
+"""The guard-lock part of the Store contract (memory, SQLite, PostgreSQL): a row and its
+locks are written together or not at all; of racing stores exactly one takes a key; a
+final status releases the locks; recovery releases the locks of nodes that are gone."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from conftest import StoreFactory
+from test_store_contract import race
+
+from cronctl.jobs.model import ExecutionStatus, Origin
+from cronctl.store import Store, occurrence_id
+from cronctl.store.base import NewExecution, Transition, group_lock, job_lock
+
+S = ExecutionStatus
+T0 = datetime(2026, 3, 8, 7, 0, 0, tzinfo=UTC)
+TTL = timedelta(seconds=30)
+G = group_lock("nightly")
+
+
+def row(job: str, at: datetime = T0, *, node: str = "n1", single: bool = False,
+        locks: tuple[str, ...] = (G,), status: ExecutionStatus = S.RUNNING,
+        attempt: int = 1) -> NewExecution:
+    return NewExecution(job_id=job, occurrence_id=occurrence_id(job, at), scheduled_at=at,
+                        attempt=attempt, origin=Origin.CRON, node_id=node,
+                        scope_node=None if single else node, status=status, started_at=T0,
+                        created_at=T0, locks=locks)
+
+
+def test_row_and_lock_together_or_not_at_all(store: Store) -> None:
+    [first] = store.insert_guarded([row("a")])
+    assert isinstance(first, int)
+    [lock] = store.guard_locks()
+    assert (lock.key, lock.execution_id, lock.node_id, lock.acquired_at) == (G, first, "n1", T0)
+    # Another job of the group (any node): the key is held, nothing is written.
+    assert store.insert_guarded([row("b", node="n2")]) == [G]
+    assert store.list_executions(job_id="b") == []
+    # Rows without locks in the same batch are written as usual.
+    out = store.insert_guarded([row("c", locks=()), row("b")])
+    assert isinstance(out[0], int) and out[1] == G
+    # The same row again: the row exists (None), whatever the lock.
+    assert store.insert_guarded([row("a")]) == [None]
+
+
+def test_final_status_releases_the_lock(store: Store) -> None:
+    [eid] = store.insert_guarded([row("a")])
+    assert isinstance(eid, int)
+    assert store.transitions([Transition(eid, S.RUNNING, S.RUNNING, started_at=T0)]) == [True]
+    assert [g.key for g in store.guard_locks()] == [G]  # still running: still held
+    assert store.transition(eid, S.RUNNING, S.SUCCEEDED, finished_at=T0)
+    assert store.guard_locks() == []
+    [nxt] = store.insert_guarded([row("b", node="n2")])
+    assert isinstance(nxt, int)
+
+
+def test_all_locks_or_none(store: Store) -> None:
+    [eid] = store.insert_guarded([row("a", locks=(job_lock("solo"),))])
+    assert isinstance(eid, int)
+    both = (job_lock("solo2"), job_lock("solo"))
+    assert store.insert_guarded([row("b", locks=both)]) == [job_lock("solo")]
+    assert [g.key for g in store.guard_locks()] == [job_lock("solo")]
+
+
+def test_claim_guarded(store: Store) -> None:
+    [pending] = store.insert_guarded([row("r", status=S.PENDING, locks=(), attempt=2)])
+    [holder] = store.insert_guarded([row("a")])
+    assert isinstance(pending, int) and isinstance(holder, int)
+    assert store.claim_guarded(pending, node_id="n2", fencing_token=None, started_at=T0,
+                               locks=(G,)) == G
+    rec = store.get_execution(pending)
+    assert rec is not None and rec.status is S.PENDING
+    store.transition(holder, S.RUNNING, S.FAILED, finished_at=T0)
+    assert store.claim_guarded(pending, node_id="n2", fencing_token=None, started_at=T0,
+                               locks=(G,)) is True
+    assert [(g.key, g.execution_id, g.node_id) for g in store.guard_locks()] == [
+        (G, pending, "n2")]
+    # Not pending any more: False, and no lock is left behind by the failed claim.
+    store.transition(pending, S.RUNNING, S.SUCCEEDED, finished_at=T0)
+    assert store.claim_guarded(pending, node_id="n3", fencing_token=None, started_at=T0,
+                               locks=(G,)) is False
+    assert store.guard_locks() == []
+
+
+def test_racing_stores_one_takes_the_key(store_factory: StoreFactory, backend: str) -> None:
+    for rnd in range(3):
+        at = T0 + timedelta(seconds=rnd)
+        got = race(store_factory, 4, lambda s, i, at=at: s.insert_guarded(
+            [row(f"j{i}", at, node=f"n{i}")])[0])
+        winners = [g for g in got if isinstance(g, int)]
+        assert len(winners) == 1 and got.count(G) == 3, got
+        store = store_factory()
+        assert [g.execution_id for g in store.guard_locks()] == winners
+        assert store.transition(winners[0], S.RUNNING, S.SUCCEEDED, finished_at=at)
+
+
+def test_racing_single_instance_occurrences(store_factory: StoreFactory) -> None:
+    key = job_lock("solo")
+    got = race(store_factory, 4, lambda s, i: s.insert_guarded(
+        [row("solo", T0 + timedelta(seconds=i % 2), node=f"n{i}", single=True,
+             locks=(key,))])[0])
+    assert len([g for g in got if isinstance(g, int)]) == 1, got
+    assert all(g is None or g == key or isinstance(g, int) for g in got)
+
+
+def test_recovery_releases_locks_of_nodes_that_are_gone(store: Store) -> None:
+    store.register_node("n1", "h", 1, T0, ttl=TTL)
+    store.register_node("n2", "h", 2, T0 + timedelta(seconds=40), ttl=TTL)
+    store.insert_guarded([row("a", node="n1")])
+    store.insert_guarded([row("b", node="n2", locks=(job_lock("b"),))])
+    store.insert_guarded([row("c", node="n3", locks=(job_lock("c"),))])  # no node row
+    later = T0 + timedelta(seconds=45)
+    assert store.release_stale_locks(later, TTL) == 2  # n1 expired, n3 unknown
+    assert [(g.key, g.node_id) for g in store.guard_locks()] == [(job_lock("b"), "n2")]
+    assert store.release_locks("n2") == 1
+    assert store.guard_locks() == []
+
+
+def test_orphaned_executions_of_a_stopped_node(store: Store) -> None:
+    store.register_node("n1", "h", 1, T0, ttl=TTL)
+    store.register_node("n2", "h", 2, T0, ttl=TTL)
+    [mine] = store.insert_guarded([row("a", node="n1", single=True, locks=(),
+                                       status=S.PENDING, attempt=2)])
+    store.insert_guarded([row("b", node="n1", locks=(), status=S.PENDING)])  # every_instance
+    store.insert_guarded([row("c", node="n2", single=True, locks=(), status=S.PENDING)])
+    assert store.orphaned_executions() == []
+    store.unregister_node("n1")
+    assert [r.id for r in store.orphaned_executions()] == [mine]
