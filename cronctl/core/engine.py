@@ -44,6 +44,7 @@ from cronctl.jobs.model import (
     JobDefinition,
     MisfirePolicy,
     Origin,
+    OverlapPolicy,
 )
 
 _TICK = timedelta(microseconds=1)
@@ -178,6 +179,24 @@ class SchedulerCore(Guards):
             self._free_guards(act.p, now, out)
             self._push(until, _RETRY, act.p.js.job.id, 0, act.p)
         return self._decision(out)
+
+    def blocked(self, key: ExecKey, now: datetime, until: datetime, *, overlap: bool
+                ) -> Decision:
+        """A cluster-wide guard of this :class:`Fire` is held on another node: ``overlap``
+        when it is the job's own (single_instance) lock, else its serial group's. Under
+        overlap ``skip``, a scheduled first attempt is dropped (reason overlap), as a local
+        overlap would drop it; anything else (a serial group, a retry, a recovered row, a
+        manual or replayed fire) must not be lost, so it is deferred to ``until``."""
+        act = self._active.get(key)
+        if act is None:
+            return self._decision([])
+        p = act.p
+        if (overlap and p.origin in _SCHEDULED_ORIGINS and p.attempt == 1 and p.row is None
+                and p.js.job.overlap_policy is not OverlapPolicy.ALLOW):
+            out: list[Action] = [Skip(p.js.job.id, p.planned, p.origin, SkipReason.OVERLAP)]
+            out.extend(self.release(key, now).actions)
+            return self._decision(out)
+        return self.defer(key, now, until)
 
     def unavailable(self, key: ExecKey, now: datetime) -> Decision:
         """The store could not be reached for this :class:`Fire`: its attempt never

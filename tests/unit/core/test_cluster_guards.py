@@ -1,0 +1,83 @@
+"""Decisions when a cluster-wide guard (a lock row) is held on another node: fed
+instants, never a sleep. ``blocked(overlap=True)`` is the job's own single_instance lock;
+``overlap=False`` its serial group's."""
+
+from __future__ import annotations
+
+from core_helpers import T0, at, job, of
+
+from cronctl.core import Enqueue, Fire, SchedulerCore, Skip, SkipReason, WaitReason
+from cronctl.jobs.model import ExecutionStatus, Mode, Origin
+
+OK = ExecutionStatus.SUCCEEDED
+
+
+def test_overlap_lock_held_skips_a_cron_fire_and_frees_its_guards() -> None:
+    core = SchedulerCore([job("solo", mode=Mode.SINGLE_INSTANCE)])
+    core.start(T0)
+    [fire] = of(core.tick(at(1)), Fire)
+    d = core.blocked(fire.key, at(1), at(1.5), overlap=True)
+    assert [(s.job_id, s.planned, s.reason) for s in of(d, Skip)] == [
+        ("solo", at(1), SkipReason.OVERLAP)]
+    assert core.running == 0 and core.waiting == 0
+    assert core.tick(at(1.5)).actions == ()  # nothing deferred
+    assert [f.planned for f in of(core.tick(at(2)), Fire)] == [at(2)]  # not in flight
+
+
+def test_overlap_lock_held_defers_a_manual_fire() -> None:
+    core = SchedulerCore([job("solo", every=3600, mode=Mode.SINGLE_INSTANCE)])
+    core.start(T0)
+    _, d = core.trigger("solo", at(1))
+    [fire] = of(d, Fire)
+    d = core.blocked(fire.key, at(1), at(1.5), overlap=True)
+    assert of(d, Skip) == [] and of(d, Fire) == [] and core.running == 0
+    assert core.tick(at(1.4)).actions == ()
+    [again] = of(core.tick(at(1.5)), Fire)
+    assert (again.occurrence_id, again.attempt, again.origin) == (
+        fire.occurrence_id, 1, Origin.MANUAL)
+
+
+def test_group_held_elsewhere_defers_then_retries_the_same_attempt() -> None:
+    core = SchedulerCore([job("a", every=10, serial_group="g")])
+    core.start(T0)
+    [fire] = of(core.tick(at(10)), Fire)
+    d = core.blocked(fire.key, at(10), at(10.5), overlap=False)
+    assert d.actions == () and core.running == 0
+    assert d.next_wake == at(10.5)
+    [again] = of(core.tick(at(10.5)), Fire)
+    assert (again.planned, again.attempt, again.occurrence_id) == (
+        at(10), 1, fire.occurrence_id)
+
+
+def test_deferred_fire_keeps_its_job_in_flight_so_cron_fires_are_skipped() -> None:
+    core = SchedulerCore([job("a", serial_group="g")])
+    core.start(T0)
+    [fire] = of(core.tick(at(1)), Fire)
+    core.blocked(fire.key, at(1), at(2.5), overlap=False)
+    d = core.tick(at(2))
+    assert [(s.planned, s.reason) for s in of(d, Skip)] == [(at(2), SkipReason.OVERLAP)]
+    assert [f.planned for f in of(core.tick(at(2.5)), Fire)] == [at(1)]
+
+
+def test_deferral_frees_the_group_for_local_waiters_in_order() -> None:
+    core = SchedulerCore([job("a", every=10, serial_group="g"),
+                          job("b", every=10, serial_group="g"),
+                          job("c", every=10, serial_group="g")])
+    core.start(T0)
+    d = core.tick(at(10))
+    [first] = of(d, Fire)
+    assert [e.job_id for e in of(d, Enqueue) if e.reason is WaitReason.GROUP] == ["b", "c"]
+    d = core.blocked(first.key, at(10), at(10.5), overlap=False)
+    [second] = of(d, Fire)
+    assert second.job_id == "b"  # the next local waiter tries the group now
+    d = core.blocked(second.key, at(10), at(10.5), overlap=False)
+    assert [f.job_id for f in of(d, Fire)] == ["c"]
+
+
+def test_blocked_unknown_key_is_ignored() -> None:
+    core = SchedulerCore([job()])
+    core.start(T0)
+    assert core.blocked(99, at(1), at(2), overlap=True).actions == ()
+    [fire] = of(core.tick(at(1)), Fire)
+    core.on_complete(fire.key, OK, None, at(1.1))
+    assert core.blocked(fire.key, at(1.2), at(2), overlap=False).actions == ()
