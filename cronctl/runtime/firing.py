@@ -1,9 +1,10 @@
 """Carrying out the core's actions: the durable fire path, dispatch, final statuses.
 
-Runs on the scheduler thread. For a tracked fire, in order: (single_instance) cluster-wide
-overlap check and a fencing token; (serial group) the group's cluster-wide check; insert
-the ``pending`` row (for single_instance this insert IS the election: a loser skips
-silently); mark it ``running``; dispatch; only then queue the cursor write. Final
+Runs on the scheduler thread. For a tracked fire, in order: (single_instance) a fencing
+token; insert the ``running`` row together with its guard locks (single_instance overlap,
+serial group: :mod:`cronctl.runtime.records`) in the wake's one transaction (for
+single_instance this insert IS the election: a loser skips silently); dispatch; only
+then queue the cursor write. Final
 statuses, log drains and cursor batches go to the I/O thread so a slow store delays
 no fire. Whatever throws on the way releases the fire's guards in the core.
 """
@@ -14,8 +15,7 @@ import collections
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from cronctl.core import (
     Abandon,
@@ -35,7 +35,7 @@ from cronctl.core import (
     SkipReason,
     needs_store,
 )
-from cronctl.dispatch.base import Dispatcher, DispatchRequest, ExecutionHandle, Outcome
+from cronctl.dispatch.base import Dispatcher, DispatchRequest, Outcome
 from cronctl.dispatch.logbuffer import LogFlusher, ProcessLogSink
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode, Origin
 from cronctl.runtime.ahead import RetryRows
@@ -43,41 +43,15 @@ from cronctl.runtime.batches import CursorBatch, FinalBatch
 from cronctl.runtime.health import StoreHealth
 from cronctl.runtime.io import IoWorker
 from cronctl.runtime.logsetup import ids
-from cronctl.store.base import NewExecution, Store, StoreUnavailable
+from cronctl.runtime.records import REMOTE_RETRY, Ready, Run, first_line, locks_for, new_rows
+from cronctl.store.base import Store, StoreUnavailable, Transition, job_lock
 
 log = logging.getLogger("cronctl.runtime")
 _SCHEDULED = (Origin.CRON, Origin.MISFIRE)
 _LIVE = (ExecutionStatus.PENDING, ExecutionStatus.RUNNING)
-REMOTE_RETRY = timedelta(seconds=1)  # how soon a fire blocked by another node tries again
 
 
 is_tracked = needs_store  # single_instance needs its row: the insert is the election
-
-
-def first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
-@dataclass(slots=True)
-class _Ready:
-    """A fire that passed its checks and is about to be recorded and dispatched."""
-
-    fire: Fire
-    job: JobDefinition
-    tracked: bool
-    token: int | None = None
-    execution_id: int | None = None
-    row: int | None = None  # a pending row written ahead for this attempt: claim it
-
-
-@dataclass(slots=True)
-class Run:
-    fire: Fire
-    job: JobDefinition
-    execution_id: int | None
-    handle: ExecutionHandle | None = None
-    cancel_sent: bool = False
 
 
 class Firing:
@@ -190,7 +164,7 @@ class Firing:
         ``running``: each is dispatched right after), then dispatch them in order.
         Returns the follow-up actions (releases, failures)."""
         follow: list[Action] = []
-        ready: list[_Ready] = []
+        ready: list[Ready] = []
         now = self.clock()
         for a in fires:
             try:
@@ -198,7 +172,7 @@ class Firing:
             except Exception:
                 log.exception("internal error while handling Fire")
                 got = self._contain(a)
-            if isinstance(got, _Ready):
+            if isinstance(got, Ready):
                 ready.append(got)
             elif got is not None:
                 follow.extend(got.actions)
@@ -215,7 +189,7 @@ class Firing:
                 follow.extend(done.actions)
         return follow
 
-    def _prepare(self, a: Fire, now: datetime) -> _Ready | Decision | None:
+    def _prepare(self, a: Fire, now: datetime) -> Ready | Decision | None:
         job = self.core.job(a.job_id)
         if job is None:
             return self._release(a, now, "job no longer defined")
@@ -237,16 +211,13 @@ class Firing:
             log.info("target resolves again job=%s target=%s", job.id, job.target,
                      extra=ids(job.id))
         if not is_tracked(job):
-            return _Ready(a, job, False)
+            return Ready(a, job, False)
         health = self.health
         if health is not None and health.down:
             return self.core.unavailable(a.key, now)  # the core remembers it
         row = a.row if a.attempt == 1 else self.ahead.row_for(a)
         token: int | None = None
         try:
-            blocked = self._cluster_guard(job, a, now)
-            if blocked is not None:
-                return blocked
             if job.mode is Mode.SINGLE_INSTANCE:
                 token = self.store.next_fencing_token(job.id)
         except StoreUnavailable as exc:
@@ -254,10 +225,24 @@ class Firing:
         except Exception as exc:
             self._store_failed(job, exc)
             return self._release(a, now, f"store error: {first_line(exc)}")
-        return _Ready(a, job, True, token, row=row)
+        return Ready(a, job, True, token, row=row, locks=locks_for(job))
 
-    def _record(self, ready: list[_Ready], tracked: list[_Ready], now: datetime,
-                follow: list[Action]) -> list[_Ready]:
+    def _record(self, ready: list[Ready], tracked: list[Ready], now: datetime,
+                follow: list[Action]) -> list[Ready]:
+        ok = self._write_rows(ready, tracked, now, follow)
+        guarded = [r.execution_id for r in ok if r.locks and r.execution_id is not None]
+        if guarded:
+            # The row said "started" at ``now``, before its guard was taken (another node
+            # may have released it meanwhile): restamp the start after the commit, so that
+            # the executions of one guard never seem to overlap in the history.
+            at, store = self.clock(), self.store
+            changes = [Transition(eid, ExecutionStatus.RUNNING, ExecutionStatus.RUNNING,
+                                  started_at=at) for eid in guarded]
+            self.io.submit(lambda: store.transitions(changes))
+        return ok
+
+    def _write_rows(self, ready: list[Ready], tracked: list[Ready], now: datetime,
+                    follow: list[Action]) -> list[Ready]:
         """Insert the rows of ``tracked`` (for single_instance the insert IS the
         election) or claim the pending rows written ahead for them; returns the fires of
         ``ready`` that may be dispatched."""
@@ -265,14 +250,13 @@ class Firing:
         if any(r.row is not None for r in tracked):
             follow.extend(self._claim([r for r in tracked if r.row is not None], now, lost))
             tracked = [r for r in tracked if r.row is None and id(r) not in lost]
-        rows = [NewExecution(
-            job_id=r.job.id, occurrence_id=r.fire.occurrence_id, scheduled_at=r.fire.planned,
-            attempt=r.fire.attempt, origin=r.fire.origin, node_id=self.node_id,
-            scope_node=None if r.job.mode is Mode.SINGLE_INSTANCE else self.node_id,
-            fencing_token=r.token, target=str(r.job.target), status=ExecutionStatus.RUNNING,
-            started_at=now, created_at=now) for r in tracked]
+        rows = new_rows(tracked, self.node_id, now)
         try:
-            ids_ = self.store.insert_executions(rows) if rows else []
+            ids_: list[int | str | None] = []
+            if any(row.locks for row in rows):
+                ids_ = self.store.insert_guarded(rows)
+            elif rows:
+                ids_ = list(self.store.insert_executions(rows))
         except StoreUnavailable as exc:
             follow.extend(self._unavailable(exc, [r.fire for r in tracked], now).actions)
             lost.update(id(r) for r in tracked)
@@ -286,8 +270,12 @@ class Firing:
             return [r for r in ready if id(r) not in lost]
         self._store_ok()
         for r, execution_id in zip(tracked, ids_, strict=True):
-            if execution_id is not None:
+            if isinstance(execution_id, int):
                 r.execution_id = execution_id
+                continue
+            if execution_id is not None:  # a guard lock held on another node
+                lost.add(id(r))
+                follow.extend(self._blocked(r, execution_id, now).actions)
                 continue
             # Another node (or an earlier run of this one) has this attempt.
             a = r.fire
@@ -299,7 +287,7 @@ class Firing:
             follow.extend(self._release(a, now, "another node runs this occurrence").actions)
         return [r for r in ready if id(r) not in lost]
 
-    def _claim(self, claims: list[_Ready], now: datetime, lost: set[int]) -> list[Action]:
+    def _claim(self, claims: list[Ready], now: datetime, lost: set[int]) -> list[Action]:
         """Start the pending rows written ahead (retries, recovered pending rows): a
         claim lost means another node runs that attempt."""
         follow: list[Action] = []
@@ -307,8 +295,11 @@ class Firing:
             a = r.fire
             assert r.row is not None
             try:
-                won = self.store.claim_execution(r.row, node_id=self.node_id,
-                                                 fencing_token=r.token, started_at=now)
+                won: bool | str = (
+                    self.store.claim_guarded(r.row, node_id=self.node_id, fencing_token=r.token,
+                                             started_at=now, locks=r.locks) if r.locks else
+                    self.store.claim_execution(r.row, node_id=self.node_id,
+                                               fencing_token=r.token, started_at=now))
             except StoreUnavailable as exc:
                 lost.add(id(r))
                 follow.extend(self._unavailable(exc, [a], now).actions)
@@ -316,6 +307,10 @@ class Firing:
             except Exception as exc:
                 won = False
                 self._store_failed(r.job, exc)
+            if isinstance(won, str):  # the row stays pending: try it again later
+                lost.add(id(r))
+                follow.extend(self._blocked(r, won, now).actions)
+                continue
             self.ahead.forget(a)
             if won:
                 r.execution_id = r.row
@@ -332,7 +327,7 @@ class Firing:
                 and not (self.health is not None and self.health.down)):
             self.ahead.write(a, job)  # a pending row: survives a stop or a crash
 
-    def _launch(self, r: _Ready) -> Decision | None:
+    def _launch(self, r: Ready) -> Decision | None:
         a, job, execution_id = r.fire, r.job, r.execution_id
         sink = (self.flusher.sink_for(execution_id) if execution_id is not None
                 else ProcessLogSink(job.id))
@@ -362,31 +357,13 @@ class Firing:
                      a.attempt, a.origin.value, extra=ids(job.id, execution_id))
         return None
 
-    def _cluster_guard(self, job: JobDefinition, a: Fire, now: datetime) -> Decision | None:
-        """Overlap of single_instance jobs and serial groups hold across nodes: look for
-        live rows this node does not own (its own are already guarded by the core)."""
-        if job.mode is Mode.SINGLE_INSTANCE and a.origin in _SCHEDULED:
-            rows = self.store.pending_or_running(job_ids=[job.id])
-            if any(r.node_id != self.node_id and r.occurrence_id != a.occurrence_id
-                   for r in rows):
-                self.core_skip(job, a, SkipReason.OVERLAP, "runs on another node")
-                return self.core.release(a.key, now)
-        group = job.serial_group
-        if group is not None:
-            members = self.group_index.get(group, [job.id])
-            rows = self.store.pending_or_running(job_ids=members)
-            if any(r.node_id != self.node_id for r in rows):
-                log.debug("deferred job=%s: serial group %s busy on another node", job.id,
-                          group, extra=ids(job.id))
-                return self.core.defer(a.key, now, now + REMOTE_RETRY)
-        return None
-
-    def core_skip(self, job: JobDefinition, a: Fire, reason: SkipReason, why: str) -> None:
-        self.skipped += 1
-        log.info("skipped job=%s planned=%s reason=%s (%s)", job.id, a.planned.isoformat(),
-                 reason.value, why, extra=ids(job.id))
-        if a.origin in _SCHEDULED:
-            self._cursor(job.id, a.planned)
+    def _blocked(self, r: Ready, key: str, now: datetime) -> Decision:
+        """A guard lock of ``r`` is held on another node (the store wrote nothing)."""
+        a = r.fire
+        log.debug("blocked job=%s planned=%s: %s held on another node", a.job_id,
+                  a.planned.isoformat(), key, extra=ids(a.job_id))
+        return self.core.blocked(a.key, now, now + REMOTE_RETRY,
+                                 overlap=key == job_lock(a.job_id))
 
     def _release(self, a: Fire, now: datetime, why: str) -> Decision:
         self._trigger_done(a.occurrence_id, None, why)

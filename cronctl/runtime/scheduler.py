@@ -25,11 +25,12 @@ from cronctl.core import ClockSkewError, JobState, RecoveredExecution, Scheduler
 from cronctl.dispatch.base import Dispatcher, Outcome
 from cronctl.dispatch.logbuffer import LogFlusher
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Origin
-from cronctl.runtime.firing import Firing, first_line
+from cronctl.runtime.firing import Firing
 from cronctl.runtime.health import StoreHealth
 from cronctl.runtime.io import IoWorker
 from cronctl.runtime.logsetup import ids
 from cronctl.runtime.notify import Notifier, SystemdNotifier
+from cronctl.runtime.records import first_line
 from cronctl.runtime.serialize import serialized
 from cronctl.store.base import ExecutionRecord, Store
 
@@ -121,7 +122,11 @@ class Scheduler:
         node = self.config.node_id
         self._release_dead_holder(node, now)
         self.store.register_node(node, socket.gethostname(), os.getpid(), now, ttl=self._ttl)
+        self._handed: set[int] = set()  # rows already handed to the core for recovery
         try:
+            if self.store.persistent:
+                # Guards this node's previous run held: its executions are recovered below.
+                self.store.release_locks(node)
             self.store.save_definitions(self._jobs, now=now)
             states = {job_id: JobState(cursor, paused)
                       for job_id, (cursor, paused) in self.store.job_states().items()}
@@ -443,13 +448,22 @@ class Scheduler:
                                      now, ttl=self._ttl)
 
     def _poll_expired(self) -> None:
-        rows = [r for r in self._recoverable(self.clock(), False) if r.scope_node is None]
+        now = self.clock()
+        if self.store.persistent:
+            freed = self.store.release_stale_locks(now, self._ttl)
+            if freed:
+                log.info("released %d guard locks of nodes that are gone", freed)
+        rows = [r for r in self._recoverable(now, False)
+                if r.scope_node is None and r.id not in self._handed]
         if rows:
+            # A pending row waits out its backoff in the core: hand it over once.
+            self._handed.update(r.id for r in rows if r.status is ExecutionStatus.PENDING)
             self._inbox.put(("recover", _recovered(rows)))
 
     def _recoverable(self, now: datetime, startup: bool) -> list[ExecutionRecord]:
         """Rows to recover: at start-up this node's own (left by its previous run); and
-        single_instance rows of nodes whose heartbeat expired."""
+        single_instance rows of nodes whose heartbeat expired or that stopped and left
+        them (pending retries a gracefully stopped node hands to the cluster)."""
         if not self.store.persistent:
             return []
         me = self.config.node_id
@@ -460,10 +474,13 @@ class Scheduler:
             for r in self.store.pending_or_running(node_id=node.node_id):
                 if r.scope_node is None:
                     rows[r.id] = r
+        rows.update((r.id, r) for r in self.store.orphaned_executions() if r.node_id != me)
         return sorted(rows.values(), key=lambda r: (r.scheduled_at, r.id))
 
     def _unregister(self) -> None:
         try:
+            if self.store.persistent:
+                self.store.release_locks(self.config.node_id)
             self.store.unregister_node(self.config.node_id)
         except Exception as exc:
             log.warning("could not unregister node %s: %s", self.config.node_id,

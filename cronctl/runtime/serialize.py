@@ -20,7 +20,8 @@ WRITES = frozenset({
     "next_fencing_token", "try_insert_execution", "insert_executions", "transition",
     "transitions", "claim_execution", "request_cancel", "append_logs",
     "record_progress", "enqueue_trigger", "take_triggers", "complete_trigger",
-    "register_node", "heartbeat", "unregister_node",
+    "register_node", "heartbeat", "unregister_node", "insert_guarded", "claim_guarded",
+    "release_locks", "release_stale_locks",
 })
 
 

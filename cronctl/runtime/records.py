@@ -1,0 +1,71 @@
+"""What the fire path carries between its steps, and the rows and guard locks it writes.
+
+Cluster-wide guards are lock rows (``guard_locks``) taken in the transaction that inserts
+or claims the execution row and released in the one that writes its final status: a
+serial group is ``group:<name>``, a single_instance job's overlap is ``job:<id>``. A
+fire that finds one held on another node is skipped (its own job's lock under overlap
+``skip``) or deferred by :data:`REMOTE_RETRY` (see
+:meth:`cronctl.core.SchedulerCore.blocked`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from cronctl.core import Fire
+from cronctl.dispatch.base import ExecutionHandle
+from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode
+from cronctl.store.base import NewExecution, group_lock, job_lock
+
+# How soon a fire blocked by a guard held on another node tries again: short enough that a
+# serial group keeps moving, long enough that a waiting node costs one small transaction
+# per wait, not a busy loop.
+REMOTE_RETRY = timedelta(milliseconds=500)
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def locks_for(job: JobDefinition) -> tuple[str, ...]:
+    """The guard keys an attempt of ``job`` holds while it runs."""
+    keys: tuple[str, ...] = ()
+    if job.mode is Mode.SINGLE_INSTANCE:
+        keys = (job_lock(job.id),)
+    if job.serial_group is not None:
+        keys += (group_lock(job.serial_group),)
+    return keys
+
+
+@dataclass(slots=True)
+class Ready:
+    """A fire that passed its checks and is about to be recorded and dispatched."""
+
+    fire: Fire
+    job: JobDefinition
+    tracked: bool
+    token: int | None = None
+    execution_id: int | None = None
+    row: int | None = None  # a pending row written ahead for this attempt: claim it
+    locks: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class Run:
+    fire: Fire
+    job: JobDefinition
+    execution_id: int | None
+    handle: ExecutionHandle | None = None
+    cancel_sent: bool = False
+
+
+def new_rows(tracked: list[Ready], node_id: str, now: datetime) -> list[NewExecution]:
+    """The ``running`` rows of the tracked fires of one wake (dispatched right after)."""
+    return [NewExecution(
+        job_id=r.job.id, occurrence_id=r.fire.occurrence_id, scheduled_at=r.fire.planned,
+        attempt=r.fire.attempt, origin=r.fire.origin, node_id=node_id,
+        scope_node=None if r.job.mode is Mode.SINGLE_INSTANCE else node_id,
+        fencing_token=r.token, target=str(r.job.target), status=ExecutionStatus.RUNNING,
+        started_at=now, created_at=now, locks=r.locks) for r in tracked]

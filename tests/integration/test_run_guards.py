@@ -1,0 +1,137 @@
+"""Cluster-wide guards across two ``cronctl run`` nodes sharing one database (SPEC
+sections 2 and 4): a serial group never runs two executions at once, nor does a
+single_instance job with overlap ``skip``; a gracefully stopped node's pending
+single_instance retry is run by the node that is left."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from test_run_support import Project, open_sqlite
+
+from cronctl.jobs.model import ExecutionStatus
+from cronctl.store.base import ExecutionRecord
+
+pytestmark = pytest.mark.slow
+
+GROUP = '''
+[jobs.first]
+every = "1s"
+serial_group = "nightly"
+command = ["sleep", "0.7"]
+
+[jobs.second]
+every = "1s"
+serial_group = "nightly"
+command = ["sleep", "0.7"]
+'''
+
+SOLO = '''
+[jobs.solo]
+every = "1s"
+mode = "single_instance"
+command = ["sleep", "2.5"]
+'''
+
+FLAKY = '''
+[jobs.flaky]
+every = "1h"
+mode = "single_instance"
+command = ["sh", "-c", "exit 3"]
+max_attempts = 2
+retry_backoff = "3s"
+'''
+
+
+def _rows(project: Project, *job_ids: str) -> list[ExecutionRecord]:
+    store = open_sqlite(project)
+    try:
+        return [r for j in job_ids for r in store.list_executions(job_id=j, limit=None)]
+    finally:
+        store.close()
+
+
+def _run_two(project: Project, seconds: float) -> None:
+    config_b = project.write_config("node-b", name="cronctl-b.toml")
+    a = project.start(log_name="a.log")
+    b = project.start(config=config_b, log_name="b.log")
+    try:
+        assert a.wait_for(lambda t: "ready node=node-a" in t), a.text()
+        assert b.wait_for(lambda t: "ready node=node-b" in t), b.text()
+        time.sleep(seconds)
+    finally:
+        codes = (a.stop(), b.stop())
+    assert codes == (0, 0), a.text() + b.text()
+
+
+def _assert_no_overlap(rows: list[ExecutionRecord]) -> None:
+    ran = sorted((r.started_at, r.finished_at, r.job_id, r.node_id) for r in rows
+                 if r.started_at is not None and r.status is not ExecutionStatus.PENDING)
+    assert all(end is not None for _, end, _, _ in ran), ran
+    for earlier, later in zip(ran, ran[1:], strict=False):
+        assert earlier[1] is not None and earlier[1] <= later[0], (earlier, later)
+
+
+def _serial_group(project: Project) -> None:
+    project.jobs(GROUP)
+    _run_two(project, 5.0)
+    rows = _rows(project, "first", "second")
+    done = [r for r in rows if r.status is ExecutionStatus.SUCCEEDED]
+    assert len(done) >= 4, rows
+    _assert_no_overlap(rows)
+
+
+def _single_instance(project: Project) -> None:
+    project.jobs(SOLO)
+    _run_two(project, 6.0)
+    rows = _rows(project, "solo")
+    assert len([r for r in rows if r.status is ExecutionStatus.SUCCEEDED]) >= 1, rows
+    _assert_no_overlap(rows)
+
+
+def test_serial_group_cluster_wide_on_sqlite(tmp_path: Path) -> None:
+    _serial_group(Project(tmp_path, f"sqlite:///{tmp_path / 'state.db'}"))
+
+
+@pytest.mark.postgres
+def test_serial_group_cluster_wide_on_postgresql(tmp_path: Path, postgres_url: str) -> None:
+    _serial_group(Project(tmp_path, postgres_url))
+
+
+def test_single_instance_never_overlaps_on_sqlite(tmp_path: Path) -> None:
+    _single_instance(Project(tmp_path, f"sqlite:///{tmp_path / 'state.db'}"))
+
+
+@pytest.mark.postgres
+def test_single_instance_never_overlaps_on_postgresql(tmp_path: Path,
+                                                      postgres_url: str) -> None:
+    _single_instance(Project(tmp_path, postgres_url))
+
+
+@pytest.mark.postgres
+def test_stopped_node_hands_its_pending_retry_to_the_cluster(tmp_path: Path,
+                                                             postgres_url: str) -> None:
+    project = Project(tmp_path, postgres_url)
+    project.jobs(FLAKY)
+    config_b = project.write_config("node-b", name="cronctl-b.toml")
+    a = project.start(log_name="a.log")
+    b = None
+    try:
+        assert a.wait_for(lambda t: "ready node=node-a" in t), a.text()
+        assert project.cli("trigger", "flaky").returncode == 0
+        assert a.wait_for(lambda t: "retry scheduled job=flaky attempt=2" in t), a.text()
+        b = project.start(config=config_b, log_name="b.log")
+        assert b.wait_for(lambda t: "ready node=node-b" in t), b.text()
+    finally:
+        assert a.stop() == 0, a.text()
+    try:
+        [pending] = [r for r in _rows(project, "flaky") if r.status is ExecutionStatus.PENDING]
+        assert pending.attempt == 2 and pending.node_id == "node-a"
+        assert b.wait_for(lambda _: _rows(project, "flaky")[0].status
+                          is ExecutionStatus.DEAD_LETTER, timeout=8), b.text()
+    finally:
+        assert b.stop() == 0, b.text()
+    [second] = [r for r in _rows(project, "flaky") if r.attempt == 2]
+    assert second.node_id == "node-b" and second.status is ExecutionStatus.DEAD_LETTER
