@@ -190,12 +190,15 @@ class SchedulerCore(Guards):
         when it is the job's own (single_instance) lock, else its serial group's. Under
         overlap ``skip``, a scheduled first attempt is dropped (reason overlap), as a local
         overlap would drop it; anything else (a serial group, a retry, a recovered row, a
-        manual or replayed fire) must not be lost, so it is deferred to ``until``."""
+        manual, replayed or misfire catch-up fire) must not be lost, so it is deferred to
+        ``until``."""
         act = self._active.get(key)
         if act is None:
             return self._decision([])
         p = act.p
-        if (overlap and p.origin in _SCHEDULED_ORIGINS and p.attempt == 1 and p.row is None
+        # Only a plain cron fire is dropped: a misfire catch-up (fire_all replays several
+        # instants back to back under the job's own lock) must wait its turn.
+        if (overlap and p.origin is Origin.CRON and p.attempt == 1 and p.row is None
                 and p.js.job.overlap_policy is not OverlapPolicy.ALLOW):
             out: list[Action] = [Skip(p.js.job.id, p.planned, p.origin, SkipReason.OVERLAP)]
             out.extend(self.release(key, now).actions)

@@ -81,3 +81,20 @@ def test_blocked_unknown_key_is_ignored() -> None:
     [fire] = of(core.tick(at(1)), Fire)
     core.on_complete(fire.key, OK, None, at(1.1))
     assert core.blocked(fire.key, at(1.2), at(2), overlap=False).actions == ()
+
+
+def test_overlap_lock_held_defers_a_misfire_catch_up_fire() -> None:
+    # fire_all replays several instants back to back under the job's own lock; a
+    # catch-up fire that finds the lock still held must wait, not be dropped.
+    from cronctl.core import JobState
+    from cronctl.jobs.model import MisfirePolicy
+
+    core = SchedulerCore([job("solo", every=60, mode=Mode.SINGLE_INSTANCE,
+                              misfire_policy=MisfirePolicy.FIRE_ALL)])
+    d = core.start(at(300), {"solo": JobState(cursor=at(0))})
+    [fire] = of(d, Fire)
+    assert fire.origin is Origin.MISFIRE
+    d = core.blocked(fire.key, at(300), at(300.5), overlap=True)
+    assert of(d, Skip) == [] and of(d, Fire) == []
+    [again] = of(core.tick(at(300.5)), Fire)
+    assert (again.planned, again.origin, again.attempt) == (fire.planned, Origin.MISFIRE, 1)
