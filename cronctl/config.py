@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from cronctl.durations import DurationError, parse_duration
 from cronctl.errors import ConfigError
 from cronctl.jobs.violation import Violation, did_you_mean, display_path, one_line
+from cronctl.store.urls import redact
 
 if TYPE_CHECKING:
     from cronctl.cli.options import GlobalOptions
@@ -165,14 +166,9 @@ def normalize_database(value: str, base: Path) -> str:
     return text
 
 
-_USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:/@]*):(?P<pw>.*)@")
-_QUERY_PASSWORD = re.compile(r"(?i)([?&]password=)[^&]*")
-
-
 def redact_url(url: str) -> str:
     """The URL with any password replaced by ``***`` (userinfo and ``?password=``)."""
-    redacted = _USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:***@", url, count=1)
-    return _QUERY_PASSWORD.sub(r"\1***", redacted)
+    return redact(url)
 
 
 def _default_database() -> str:

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import re
 
-_USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:@/]*):(?P<pw>[^@/]*)@")
+# The password runs to the LAST "@", so an unencoded "@" or "/" in it is still hidden
+# ("u:p@ss/w@host" -> "u:***@host"); over-redacting an odd URL beats leaking.
+_USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:@/]*):(?P<pw>.*)@")
 _QUERY_PW = re.compile(r"(?i)([?&]password=)[^&]*")
 
 
 def redact(url: str) -> str:
     """``url`` with any password replaced by ``***`` (userinfo and ``?password=``)."""
-    out = _USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:***@", url)
+    out = _USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:***@", url, count=1)
     return _QUERY_PW.sub(r"\1***", out)
 
 
