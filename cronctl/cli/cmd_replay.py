@@ -72,7 +72,7 @@ def plan(job_id: str, schedule: Schedule, since: datetime, until: datetime, limi
          handled: Handled) -> Plan:
     """The planned instants of ``(since, until]``, oldest first, split into those to queue
     (the first ``limit`` unhandled ones), the handled ones and a count of the rest."""
-    from cronctl.store.ids import occurrence_id
+    from cronctl.ids import occurrence_id
 
     queue: list[Occurrence] = []
     skipped: list[Occurrence] = []
@@ -100,7 +100,7 @@ def plan(job_id: str, schedule: Schedule, since: datetime, until: datetime, limi
 
 def handled_in(store: Store | None, job_id: str) -> Handled:
     """Look up the instants of a chunk: one query for executions, one for requests."""
-    from cronctl.store.ids import occurrence_id
+    from cronctl.ids import occurrence_id
 
     def lookup(chunk: Sequence[datetime]) -> dict[datetime, str]:
         if store is None:

@@ -53,7 +53,7 @@ _TICK = timedelta(microseconds=1)
 class SchedulerCore(Guards):
     """Decides what fires, waits, retries, times out and is missed. See the module doc.
 
-    ``durable`` is False for the memory store: nothing was persisted, so misfires are
+    ``durable`` is False for ``database = "none"``: nothing was persisted, so misfires are
     always skipped. ``schedule_factory`` and ``occurrence_ids`` exist for tests."""
 
     def __init__(

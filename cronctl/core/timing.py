@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from cronctl.ids import utc_iso
 from cronctl.jobs.model import JobDefinition
-from cronctl.store.ids import utc_iso
 
 COUNT_CAP = 100_000  # beyond this many missed instants we stop counting (log says "more than")
 _CHUNK = 5_000
@@ -36,7 +36,7 @@ def schedule_for(job: JobDefinition) -> ScheduleLike:
 
 
 class OccurrenceIds:
-    """:func:`cronctl.store.ids.occurrence_id`, with the instant's text cached: the jobs
+    """:func:`cronctl.ids.occurrence_id`, with the instant's text cached: the jobs
     of a burst share their planned instant, and formatting it cost as much as hashing.
     Same value (a unit test compares the two). The key includes ``fold``: datetimes of
     one zone compare equal across a DST fold although they are different instants."""

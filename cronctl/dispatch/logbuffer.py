@@ -21,12 +21,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from cronctl.store.base import LogEntry, Store
+from typing import Any, Protocol
 
 log = logging.getLogger("cronctl.dispatch")
 job_log = logging.getLogger("cronctl.job")
@@ -94,6 +91,28 @@ class BufferedSink:
 
 _Progress = tuple[float, "float | None", "str | None"]
 
+LogEntry = tuple[int, datetime, "str | int", str]
+"""``(execution_id, at, level, message)``; ``level`` is a name ("INFO") or a logging int."""
+
+
+class LogStore(Protocol):
+    """Where the flusher writes: the part of the state store dispatch needs. Dispatch
+    defines it so that it never imports the store; the runtime passes its store in.
+
+    Both methods may raise (the database is away): the flusher keeps what was not
+    written and tries again."""
+
+    def append_logs(self, batch: Sequence[LogEntry]) -> None:
+        """Append lines; each execution's lines keep the order given. Lines of an
+        execution that has no row are dropped."""
+        ...
+
+    def record_progress(
+        self, execution_id: int, done: float, total: float | None, message: str | None
+    ) -> None:
+        """Overwrite the execution's progress snapshot."""
+        ...
+
 
 class LogFlusher:
     """Buffers job log lines and progress per execution; writes them in batches.
@@ -103,7 +122,7 @@ class LogFlusher:
 
     def __init__(
         self,
-        store: Store,
+        store: LogStore,
         *,
         clock: Callable[[], datetime] | None = None,
         max_buffered: int = MAX_BUFFERED_LINES,

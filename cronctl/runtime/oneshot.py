@@ -17,11 +17,11 @@ from datetime import UTC, datetime
 
 from cronctl.dispatch.base import Dispatcher, DispatchRequest, Outcome
 from cronctl.dispatch.logbuffer import LogFlusher, ProcessLogSink
+from cronctl.ids import occurrence_id
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode, Origin
 from cronctl.runtime.firing import is_tracked
 from cronctl.runtime.records import first_line
 from cronctl.store.base import Store
-from cronctl.store.ids import occurrence_id
 
 
 @dataclass(frozen=True)

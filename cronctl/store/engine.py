@@ -13,7 +13,7 @@ from sqlalchemy import event, exc
 from sqlalchemy.engine import Engine
 
 from cronctl.errors import StoreError
-from cronctl.store.base import SchemaMismatch, StoreUnavailable
+from cronctl.store.records import SchemaMismatch, StoreUnavailable
 from cronctl.store.urls import kind_of, redact, scrub
 
 SQLITE_BUSY_TIMEOUT_MS = 5000

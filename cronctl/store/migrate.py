@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from cronctl.store.base import SchemaMismatch
 from cronctl.store.engine import translated, writer
+from cronctl.store.records import SchemaMismatch
 from cronctl.store.schema import HEAD, KNOWN_REVISIONS
 from cronctl.store.urls import redact
 

@@ -23,9 +23,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from cronctl.ids import utc_iso
 from cronctl.jobs.model import ExecutionStatus, Origin
-from cronctl.store.base import NewExecution, Transition, require_aware, statuses
-from cronctl.store.ids import utc_iso
+from cronctl.store.records import NewExecution, Transition, require_aware, statuses
 
 _COLUMNS = ("job_id", "occurrence_id", "scheduled_at", "attempt", "scope", "node_id",
             "origin", "status", "target", "fencing_token", "created_at", "started_at")

@@ -8,7 +8,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from cronctl.jobs.model import ExecutionStatus, Origin
-from cronctl.store.base import ExecutionRecord, NodeRecord, ScheduleState, TriggerRequest
+from cronctl.store.records import ExecutionRecord, NodeRecord, ScheduleState, TriggerRequest
 
 
 def schedule_row(row: sa.Row[Any]) -> ScheduleState:

@@ -9,7 +9,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Dialect
 
-from cronctl.store.ids import utc_iso
+from cronctl.ids import utc_iso
 
 # Deterministic constraint names, so migrations can refer to them on every dialect.
 metadata = sa.MetaData(

@@ -21,7 +21,7 @@ from cronctl.store.base import LogEntry, StoreUnavailable
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-@pytest.fixture(params=["sqlite", "memory", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture(params=["sqlite", "none", pytest.param("postgres", marks=pytest.mark.postgres)])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     if request.param == "postgres":
         url = request.getfixturevalue("postgres_url")

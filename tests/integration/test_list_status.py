@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from cronctl.ids import occurrence_id
 from cronctl.jobs.model import ExecutionStatus, Origin
 from cronctl.store import open_store
-from cronctl.store.ids import occurrence_id
 
 JOBS = """\
 [jobs.alpha]

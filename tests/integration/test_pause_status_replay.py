@@ -14,10 +14,10 @@ import pytest
 from test_run_support import Project
 
 from cronctl.cli.app import main
+from cronctl.ids import occurrence_id
 from cronctl.jobs.model import ExecutionStatus, Origin
 from cronctl.store import open_store
 from cronctl.store.base import Store
-from cronctl.store.ids import occurrence_id
 
 JOBS = """\
 [jobs.hourly]

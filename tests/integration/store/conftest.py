@@ -1,9 +1,8 @@
-"""The store backends the contract suite runs against: memory, SQLite (a file in
-tmp_path) and PostgreSQL (a fresh database per test).
+"""The store backends the contract suite runs against: SQLite (a file in tmp_path) and
+PostgreSQL (a fresh database per test).
 
 ``store_factory()`` opens another Store on the SAME database (another engine, so other
-connections); for the memory store it returns the same object (there is no second
-process that could share memory)."""
+connections)."""
 
 from __future__ import annotations
 
@@ -13,12 +12,10 @@ from pathlib import Path
 import pytest
 
 from cronctl.store import Store, open_store
-from cronctl.store.memory import MemoryStore
 
 StoreFactory = Callable[[], Store]
 
 BACKENDS = [
-    pytest.param("memory", id="memory"),
     pytest.param("sqlite", id="sqlite"),
     pytest.param("postgresql", id="postgresql", marks=pytest.mark.postgres),
 ]
@@ -31,8 +28,6 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 @pytest.fixture
 def store_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if backend == "memory":
-        return "none"
     if backend == "sqlite":
         return f"sqlite:///{tmp_path / 'state.db'}"
     return str(request.getfixturevalue("postgres_url"))
@@ -41,11 +36,8 @@ def store_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> s
 @pytest.fixture
 def store_factory(store_url: str) -> Iterator[StoreFactory]:
     opened: list[Store] = []
-    shared = MemoryStore(node_id="n1") if store_url == "none" else None
 
     def factory() -> Store:
-        if shared is not None:
-            return shared
         store = open_store(store_url, node_id="n1")
         opened.append(store)
         return store

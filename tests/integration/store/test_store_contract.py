@@ -1,4 +1,4 @@
-"""The Store contract: every backend (memory, SQLite, PostgreSQL) passes the same tests."""
+"""The Store contract: every backend (SQLite, PostgreSQL) passes the same tests."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The guard-lock part of the Store contract (memory, SQLite, PostgreSQL): a row and its
+"""The guard-lock part of the Store contract (SQLite, PostgreSQL): a row and its
 locks are written together or not at all; of racing stores exactly one takes a key; a
 final status releases the locks; recovery releases the locks of nodes that are gone."""
 

@@ -17,8 +17,8 @@ from cronctl.core import (
     SkipReason,
     jitter_offset,
 )
+from cronctl.ids import occurrence_id
 from cronctl.jobs.model import ExecutionStatus, OverlapPolicy
-from cronctl.store.ids import occurrence_id
 
 FAILED = ExecutionStatus.FAILED
 

@@ -9,7 +9,7 @@ from core_helpers import T0, job
 
 from cronctl.core import Fire, SchedulerCore
 from cronctl.core.timing import OccurrenceIds
-from cronctl.store.ids import occurrence_id
+from cronctl.ids import occurrence_id
 
 
 def test_same_value_as_the_store_ids_in_any_zone_and_after_the_cache_fills() -> None:

@@ -1,5 +1,5 @@
-"""Stable identifiers. Import-light (stdlib only): the scheduler needs these even when
-``database = "none"``."""
+"""Stable identifiers of occurrences and their UTC keys: a leaf module (stdlib only) that
+the core, the runtime and the store all key occurrences with."""
 
 from __future__ import annotations
 

@@ -1,0 +1,82 @@
+"""The SQL store's plumbing: an engine, transactions that translate driver errors into
+:class:`~cronctl.errors.StoreError`, and the prepared statements of the hot paths.
+
+Every concern of the store (:mod:`~cronctl.store.schedules`,
+:mod:`~cronctl.store.executions`, :mod:`~cronctl.store.locks`, :mod:`~cronctl.store.logs`,
+:mod:`~cronctl.store.triggers`, :mod:`~cronctl.store.nodes`) is a class on top of this
+one; :class:`~cronctl.store.sql.SqlStore` combines them.
+
+Write transactions on SQLite begin ``IMMEDIATE``; on PostgreSQL they run at READ
+COMMITTED, where a blocked ``UPDATE`` re-checks its ``WHERE`` after the lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy.dialects import postgresql as pg_dialect
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+from sqlalchemy.engine import Connection, Engine
+
+from cronctl.jobs.model import ExecutionStatus
+from cronctl.store.engine import translated, writer
+from cronctl.store.rawsql import RawSql
+from cronctl.store.records import require_aware
+from cronctl.store.tables import job_executions
+from cronctl.store.urls import kind_of, redact
+
+LIVE = (ExecutionStatus.PENDING.value, ExecutionStatus.RUNNING.value)
+X = job_executions.c
+
+
+def now_or(now: datetime | None) -> datetime:
+    """``now`` in UTC, or the current time for a bookkeeping column."""
+    return datetime.now(UTC) if now is None else require_aware(now, "now")
+
+
+def aware(value: datetime | None, what: str) -> datetime | None:
+    return None if value is None else require_aware(value, what)
+
+
+class SqlConnection:
+    """An engine and its transactions. Thread-safe (a connection pool)."""
+
+    persistent = True
+
+    def __init__(self, engine: Engine, url: str, *, node_id: str = "") -> None:
+        self.engine = engine
+        self.node_id = node_id
+        self._url = url
+        self._writer = writer(engine)
+        self.kind = kind_of(url)
+        self.display_url = redact(url)
+        dialect = pg_dialect if engine.dialect.name == "postgresql" else sqlite_dialect
+        self._insert: Callable[..., Any] = dialect.insert
+        self._raw = RawSql(engine)
+
+    @contextmanager
+    def _read(self) -> Iterator[Connection]:
+        with translated(self._url), self.engine.connect() as conn:
+            yield conn
+
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        with translated(self._url), self._writer.begin() as conn:
+            yield conn
+
+    @contextmanager
+    def _raw_write(self) -> Iterator[Any]:
+        """A DBAPI cursor in a write transaction (see :mod:`cronctl.store.rawsql`)."""
+        with translated(self._url), self._writer.begin() as conn, self._raw.cursor(conn) as cur:
+            yield cur
+
+    @contextmanager
+    def _raw_read(self) -> Iterator[Any]:
+        with translated(self._url), self.engine.connect() as conn, self._raw.cursor(conn) as cur:
+            yield cur
+
+
+__all__ = ["LIVE", "X", "SqlConnection", "aware", "now_or"]

@@ -1,0 +1,77 @@
+"""Guard locks: cluster-wide serial groups and single_instance overlap, taken with the
+execution row in one transaction and released with its final status."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+import sqlalchemy as sa
+
+from cronctl.store.connection import LIVE, SqlConnection, X
+from cronctl.store.records import (
+    ExecutionRecord,
+    GuardLock,
+    NewExecution,
+    require_aware,
+)
+from cronctl.store.sqlrows import execution_row
+from cronctl.store.tables import (
+    guard_locks,
+    job_executions,
+    scheduler_nodes,
+)
+
+
+class GuardLocks(SqlConnection):
+    """Guard locks of the Store Protocol (see :mod:`cronctl.store.base`)."""
+
+    def insert_guarded(self, rows: Sequence[NewExecution]) -> list[int | str | None]:
+        if not rows:
+            return []
+        with self._raw_write() as cur:
+            return self._raw.insert_guarded(cur, rows)
+
+    def claim_guarded(
+        self, execution_id: int, *, node_id: str, fencing_token: int | None,
+        started_at: datetime, locks: Sequence[str],
+    ) -> bool | str:
+        at = require_aware(started_at, "started_at")
+        with self._raw_write() as cur:
+            held = self._raw.take_locks(cur, execution_id, node_id, locks, at)
+            if held is not None:
+                return held
+            if self._raw.claim(cur, execution_id, node_id, fencing_token, at):
+                return True
+            self._raw.release_executions(cur, [execution_id])
+            return False
+
+    def guard_locks(self) -> list[GuardLock]:
+        with self._read() as conn:
+            rows = conn.execute(sa.select(guard_locks).order_by(guard_locks.c.key))
+            return [GuardLock(r.key, int(r.execution_id), r.node_id, r.acquired_at)
+                    for r in rows]
+
+    def release_locks(self, node_id: str) -> int:
+        with self._write() as conn:
+            return int(conn.execute(
+                sa.delete(guard_locks).where(guard_locks.c.node_id == node_id)).rowcount)
+
+    def release_stale_locks(self, now: datetime, ttl: timedelta) -> int:
+        cutoff = require_aware(now, "now") - ttl
+        N = scheduler_nodes.c
+        live = sa.select(N.node_id).where(N.heartbeat_at > cutoff)
+        with self._write() as conn:
+            return int(conn.execute(
+                sa.delete(guard_locks).where(guard_locks.c.node_id.not_in(live))).rowcount)
+
+    def orphaned_executions(self) -> list[ExecutionRecord]:
+        q = (sa.select(job_executions)
+             .where(X.status.in_(LIVE), X.scope == "",
+                    X.node_id.not_in(sa.select(scheduler_nodes.c.node_id)))
+             .order_by(X.scheduled_at, X.id))
+        with self._read() as conn:
+            return [execution_row(r) for r in conn.execute(q)]
+
+
+__all__ = ["GuardLocks"]

@@ -1,0 +1,215 @@
+"""The records the store hands out and takes in, its errors, and small helpers.
+
+Import-light (no SQLAlchemy): the scheduler, the runtime and the fast CLI commands
+import these without opening a database."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from cronctl.errors import StoreError
+from cronctl.jobs.model import ExecutionStatus, Origin
+
+# --- errors ----------------------------------------------------------------------------
+
+
+class StoreUnavailable(StoreError):
+    """The database cannot be reached right now (server down, network, lock timeout).
+
+    Transient: ``cronctl run`` logs it, retries with backoff, and lets the misfire policy
+    cover what was missed once the database is back."""
+
+
+class SchemaMismatch(StoreError):
+    """The database schema is not the one this cronctl needs (missing tables with
+    ``auto_migrate`` off, or a newer revision than this cronctl knows)."""
+
+
+class NodeIdInUse(StoreError):
+    """Another live scheduler (heartbeat not expired, different host or pid) already
+    holds this ``node_id``."""
+
+
+# --- rows --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScheduleState:
+    """The durable per-job state.
+
+    ``cursor`` is the last planned UTC instant the scheduler has handled (dispatch
+    confirmed, or deliberately skipped); it never moves backwards. ``fencing`` is the last
+    fencing token handed out for this job (0 = none yet). ``definition`` is the JSON
+    snapshot written by :meth:`Store.save_definitions` (``{}`` when the row was created by
+    a cursor/pause/fencing call before any definition was saved)."""
+
+    job_id: str
+    definition: Mapping[str, Any]
+    cursor: datetime | None
+    paused: bool
+    fencing: int
+    updated_at: datetime | None
+
+
+@dataclass(frozen=True)
+class ExecutionRecord:
+    """One attempt of one occurrence.
+
+    ``scope_node`` is ``None`` for single_instance executions (one per occurrence and
+    attempt, cluster-wide) and the firing node's id for every_instance executions (one
+    per occurrence, node and attempt). ``node_id`` is the node that inserted the row
+    (and runs it)."""
+
+    id: int
+    job_id: str
+    occurrence_id: str
+    scheduled_at: datetime
+    attempt: int
+    origin: Origin
+    status: ExecutionStatus
+    node_id: str
+    scope_node: str | None
+    fencing_token: int | None
+    target: str
+    created_at: datetime
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    error: str | None = None
+    progress_done: float | None = None
+    progress_total: float | None = None
+    progress_message: str | None = None
+    cancel_requested: bool = False
+
+
+@dataclass(frozen=True)
+class NodeRecord:
+    node_id: str
+    host: str
+    pid: int
+    started_at: datetime
+    heartbeat_at: datetime
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """One job log line; ``seq`` increases by one per line within an execution, from 1."""
+
+    execution_id: int
+    seq: int
+    at: datetime
+    level: str
+    message: str
+
+
+@dataclass(frozen=True)
+class TriggerRequest:
+    """A request from another process (``cronctl trigger``/``replay``) for a running
+    scheduler. ``scheduled_at`` is ``None`` for "now" (manual) and the planned instant
+    to run for replays. Once a scheduler took it, ``taken_by``/``taken_at`` are set;
+    once it acted, ``execution_id`` (or ``error``) tells the requester what happened."""
+
+    id: int
+    job_id: str
+    origin: Origin
+    scheduled_at: datetime | None
+    requested_at: datetime
+    taken_by: str | None = None
+    taken_at: datetime | None = None
+    execution_id: int | None = None
+    error: str | None = None
+    done: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class NewExecution:
+    """One row for :meth:`Store.insert_executions`: the arguments of
+    :meth:`Store.try_insert_execution` (``created_at`` is its ``now``)."""
+
+    job_id: str
+    occurrence_id: str
+    scheduled_at: datetime
+    attempt: int
+    origin: Origin
+    node_id: str
+    scope_node: str | None
+    fencing_token: int | None = None
+    target: str = ""
+    status: ExecutionStatus = ExecutionStatus.PENDING
+    started_at: datetime | None = None
+    created_at: datetime | None = None
+    locks: tuple[str, ...] = ()  # guard keys to take with the row (:meth:`Store.insert_guarded`)
+
+
+@dataclass(frozen=True, slots=True)
+class GuardLock:
+    """A cluster-wide guard held by a running execution: ``group:<name>`` (serial group)
+    or ``job:<id>`` (single_instance overlap)."""
+
+    key: str
+    execution_id: int
+    node_id: str
+    acquired_at: datetime
+
+
+def group_lock(group: str) -> str:
+    return f"group:{group}"
+
+
+def job_lock(job_id: str) -> str:
+    return f"job:{job_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """One compare-and-set for :meth:`Store.transitions` (the arguments of
+    :meth:`Store.transition`)."""
+
+    execution_id: int
+    expected: ExecutionStatus | tuple[ExecutionStatus, ...]
+    new: ExecutionStatus
+    error: str | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+LogEntry = tuple[int, datetime, "str | int", str]
+"""``(execution_id, at, level, message)``; ``level`` is a name ("INFO") or a logging int."""
+
+
+def require_aware(value: datetime, what: str = "datetime") -> datetime:
+    """``value`` converted to UTC; raises ValueError for a naive datetime (a caller bug)."""
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"{what} must be timezone-aware, got naive {value.isoformat()}")
+    return value.astimezone(UTC)
+
+
+def statuses(value: ExecutionStatus | Collection[ExecutionStatus]) -> tuple[ExecutionStatus, ...]:
+    """Normalize a status-or-collection argument."""
+    if isinstance(value, ExecutionStatus):
+        return (value,)
+    return tuple(value)
+
+
+
+__all__ = [
+    "ExecutionRecord",
+    "GuardLock",
+    "LogEntry",
+    "LogLine",
+    "NewExecution",
+    "NodeIdInUse",
+    "NodeRecord",
+    "ScheduleState",
+    "SchemaMismatch",
+    "StoreError",
+    "StoreUnavailable",
+    "Transition",
+    "TriggerRequest",
+    "group_lock",
+    "job_lock",
+    "require_aware",
+    "statuses",
+]

@@ -1,0 +1,76 @@
+"""Schedule rows: definition snapshots, cursors, the paused flag and fencing counters."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+import sqlalchemy as sa
+
+from cronctl.jobs.model import JobDefinition
+from cronctl.store.connection import SqlConnection, now_or
+from cronctl.store.records import (
+    ScheduleState,
+)
+from cronctl.store.snapshot import definition_snapshot, dumps
+from cronctl.store.sqlrows import schedule_row
+from cronctl.store.tables import (
+    job_schedules,
+)
+
+
+class Schedules(SqlConnection):
+    """The schedule half of the Store Protocol (see :mod:`cronctl.store.base`)."""
+
+    def save_definitions(
+        self, jobs: Sequence[JobDefinition], *, now: datetime | None = None
+    ) -> None:
+        at = now_or(now)
+        if not jobs:
+            return
+        rows = [(job.id, dumps(definition_snapshot(job))) for job in jobs]
+        with self._raw_write() as cur:
+            self._raw.save_definitions(cur, rows, at)
+
+    def get_schedule(self, job_id: str) -> ScheduleState | None:
+        with self._read() as conn:
+            row = conn.execute(
+                sa.select(job_schedules).where(job_schedules.c.job_id == job_id)
+            ).first()
+        return None if row is None else schedule_row(row)
+
+    def list_schedules(self) -> list[ScheduleState]:
+        with self._read() as conn:
+            rows = conn.execute(sa.select(job_schedules).order_by(job_schedules.c.job_id))
+            return [schedule_row(r) for r in rows]
+
+    def advance_cursor(self, job_id: str, planned_at: datetime) -> datetime:
+        with self._raw_write() as cur:
+            self._raw.advance_cursors(cur, {job_id: planned_at})
+            cursor = self._raw.cursor_of(cur, job_id)
+        assert cursor is not None
+        return cursor
+
+    def advance_cursors(self, cursors: Mapping[str, datetime]) -> None:
+        if cursors:
+            with self._raw_write() as cur:
+                self._raw.advance_cursors(cur, cursors)
+
+    def job_states(self) -> dict[str, tuple[datetime | None, bool]]:
+        with self._raw_read() as cur:
+            return self._raw.job_states(cur)
+
+    def paused_job_ids(self) -> set[str]:
+        with self._raw_read() as cur:
+            return self._raw.paused_job_ids(cur)
+
+    def set_paused(self, job_id: str, paused: bool) -> None:
+        with self._raw_write() as cur:
+            self._raw.set_paused(cur, job_id, paused)
+
+    def next_fencing_token(self, job_id: str) -> int:
+        with self._raw_write() as cur:
+            return self._raw.next_fencing_token(cur, job_id)
+
+
+__all__ = ["Schedules"]

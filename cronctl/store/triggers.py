@@ -1,0 +1,102 @@
+"""Trigger requests: ``cronctl trigger``/``replay`` asking a running scheduler to act."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from datetime import datetime
+
+import sqlalchemy as sa
+
+from cronctl.jobs.model import Origin
+from cronctl.store.connection import SqlConnection, aware, now_or
+from cronctl.store.records import (
+    TriggerRequest,
+)
+from cronctl.store.sqlrows import trigger_row
+from cronctl.store.tables import (
+    trigger_requests,
+)
+
+
+class TriggerRequests(SqlConnection):
+    """Trigger requests of the Store Protocol (see :mod:`cronctl.store.base`)."""
+
+    def enqueue_trigger(
+        self,
+        job_id: str,
+        origin: Origin = Origin.MANUAL,
+        *,
+        scheduled_at: datetime | None = None,
+        now: datetime | None = None,
+    ) -> int | None:
+        stmt = (
+            self._insert(trigger_requests)
+            .values(
+                job_id=job_id,
+                origin=Origin(origin).value,
+                scheduled_at=aware(scheduled_at, "scheduled_at"),
+                requested_at=now_or(now),
+            )
+            .on_conflict_do_nothing(index_elements=["job_id", "scheduled_at"])
+            .returning(trigger_requests.c.id)
+        )
+        with self._write() as conn:
+            rid = conn.execute(stmt).scalar_one_or_none()
+        return None if rid is None else int(rid)
+
+    def take_triggers(
+        self,
+        node_id: str,
+        *,
+        job_ids: Collection[str] | None = None,
+        limit: int = 100,
+        now: datetime | None = None,
+    ) -> list[TriggerRequest]:
+        T = trigger_requests.c
+        at = now_or(now)
+        # A plain read first: usually nothing is waiting, and then no write transaction
+        # (and no IN list of every job id) is needed.
+        with self._raw_read() as cur:
+            untaken = self._raw.untaken_triggers(cur)
+        wanted = [i for i, job in untaken if job_ids is None or job in job_ids][:limit]
+        if not wanted:
+            return []
+        q = sa.select(T.id).where(T.taken_by.is_(None), T.id.in_(wanted))
+        # SKIP LOCKED: concurrent takers on PostgreSQL get disjoint requests instead of
+        # waiting; SQLite's write lock serialises takers anyway (FOR UPDATE is dropped).
+        q = q.order_by(T.id).limit(limit).with_for_update(skip_locked=True)
+        with self._write() as conn:
+            ids = list(conn.execute(q).scalars())
+            if not ids:
+                return []
+            conn.execute(
+                sa.update(trigger_requests)
+                .where(T.id.in_(ids), T.taken_by.is_(None))
+                .values(taken_by=node_id, taken_at=at)
+            )
+            rows = conn.execute(
+                sa.select(trigger_requests)
+                .where(T.id.in_(ids), T.taken_by == node_id, T.taken_at == at)
+                .order_by(T.id)
+            )
+            return [trigger_row(r) for r in rows]
+
+    def complete_trigger(
+        self, request_id: int, *, execution_id: int | None = None, error: str | None = None
+    ) -> None:
+        with self._write() as conn:
+            conn.execute(
+                sa.update(trigger_requests)
+                .where(trigger_requests.c.id == request_id)
+                .values(execution_id=execution_id, error=error, done=True)
+            )
+
+    def get_trigger(self, request_id: int) -> TriggerRequest | None:
+        with self._read() as conn:
+            row = conn.execute(
+                sa.select(trigger_requests).where(trigger_requests.c.id == request_id)
+            ).first()
+        return None if row is None else trigger_row(row)
+
+
+__all__ = ["TriggerRequests"]
