@@ -38,6 +38,8 @@ from cronctl.store.records import (
     NodeRecord,
     ScheduleState,
     SchemaMismatch,
+    SkipRecord,
+    SkipRun,
     StoreError,
     StoreUnavailable,
     Transition,
@@ -98,9 +100,18 @@ class Store(Protocol):
         Never moves backwards, also when two nodes race. Creates the row if missing."""
         ...
 
-    def advance_cursors(self, cursors: Mapping[str, datetime]) -> None:
-        """:meth:`advance_cursor` for every ``job id -> planned instant``, in ONE
-        transaction (all or nothing)."""
+    def advance_cursors(
+        self, cursors: Mapping[str, datetime], *, node_id: str | None = None,
+        node_cursors: Mapping[str, datetime] | None = None,
+    ) -> None:
+        """:meth:`advance_cursor` for every ``job id -> planned instant``, and the same
+        for ``node_id``'s own cursors of every_instance jobs (``node_cursors``), in ONE
+        transaction (all or nothing). Neither kind ever moves backwards."""
+        ...
+
+    def node_cursors(self, node_id: str) -> dict[str, datetime]:
+        """``job id -> cursor`` of ``node_id``'s every_instance jobs: each node catches up
+        from its own cursor, never from another node's."""
         ...
 
     def job_states(self) -> dict[str, tuple[datetime | None, bool]]:
@@ -291,6 +302,32 @@ class Store(Protocol):
         """Overwrite the execution's progress snapshot."""
         ...
 
+    # --- the skip ledger -------------------------------------------------------------
+
+    def record_skips(self, runs: Sequence[SkipRun], *, now: datetime | None = None
+                     ) -> list[bool]:
+        """Record planned instants that did not run, in ONE transaction. Written once
+        cluster-wide: a run whose ``(job, scope, first_at)`` is already recorded changes
+        nothing, except that a longer run extends it. Per run: whether this call
+        recorded something new (the node that did is the one that notifies)."""
+        ...
+
+    def list_skips(
+        self,
+        *,
+        job_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int | None = 50,
+    ) -> list[SkipRecord]:
+        """Skip runs, newest ``last_at`` first; ``since``/``until`` keep the runs that
+        overlap that window (inclusive). ``limit=None`` means all."""
+        ...
+
+    def skips_covering(self, job_id: str, at: datetime) -> list[SkipRecord]:
+        """The runs of ``job_id`` whose span contains ``at`` (``why``)."""
+        ...
+
     # --- requests from other processes -------------------------------------------------
 
     def enqueue_trigger(
@@ -370,6 +407,8 @@ __all__ = [
     "NodeRecord",
     "ScheduleState",
     "SchemaMismatch",
+    "SkipRecord",
+    "SkipRun",
     "Store",
     "StoreError",
     "StoreUnavailable",

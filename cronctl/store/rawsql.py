@@ -49,7 +49,11 @@ _FENCING = (
     "INSERT INTO job_schedules (job_id, fencing_token) VALUES (?, 1) ON CONFLICT (job_id) "
     "DO UPDATE SET fencing_token = job_schedules.fencing_token + 1 RETURNING fencing_token"
 )
-
+_NODE_CURSOR_UPSERT = (
+    'INSERT INTO node_cursors (job_id, node_id, "cursor") VALUES (?, ?, ?) '
+    'ON CONFLICT (job_id, node_id) DO UPDATE SET "cursor" = excluded."cursor" '
+    'WHERE node_cursors."cursor" < excluded."cursor"'
+)
 
 _LOCK_INSERT = ('INSERT INTO guard_locks ("key", execution_id, node_id, acquired_at) '
                 'VALUES (?, ?, ?, ?) ON CONFLICT ("key") DO NOTHING')
@@ -237,6 +241,23 @@ class RawSql:
                 for job_id, at in sorted(cursors.items())]  # one lock order for every node
         if rows:
             cur.executemany(self.sql(_CURSOR_UPSERT), rows)
+
+    def advance_node_cursors(self, cur: Any, node_id: str,
+                             cursors: Mapping[str, datetime]) -> None:
+        rows = [(job_id, node_id, self.ts(require_aware(at, "planned_at")))
+                for job_id, at in sorted(cursors.items())]
+        if rows:
+            cur.executemany(self.sql(_NODE_CURSOR_UPSERT), rows)
+
+    def node_cursors(self, cur: Any, node_id: str) -> dict[str, datetime]:
+        cur.execute(self.sql('SELECT job_id, "cursor" FROM node_cursors WHERE node_id = ?'),
+                    (node_id,))
+        out: dict[str, datetime] = {}
+        for job_id, at in cur.fetchall():
+            when = self.from_ts(at)
+            assert when is not None
+            out[job_id] = when
+        return out
 
     def cursor_of(self, cur: Any, job_id: str) -> datetime | None:
         cur.execute(self.sql('SELECT "cursor" FROM job_schedules WHERE job_id = ?'), (job_id,))

@@ -175,6 +175,42 @@ class Transition:
     finished_at: datetime | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class SkipRun:
+    """Planned instants of one job that did not run, for one reason: ``count`` consecutive
+    planned instants from ``first_at`` to ``last_at`` (equal for a single instant).
+
+    ``reason`` is a skip reason of SPEC section 4 (``overlap``, ``paused``, ``misfire``,
+    ``unresolved_target``, ``superseded``, ``expired``). ``scope_node`` is ``None`` for a
+    cluster-wide decision (single_instance) and the node id for an every_instance job;
+    ``node_id`` is the node that decided."""
+
+    job_id: str
+    reason: str
+    first_at: datetime
+    last_at: datetime
+    count: int
+    node_id: str
+    scope_node: str | None = None
+    detail: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SkipRecord:
+    """A stored :class:`SkipRun`."""
+
+    id: int
+    job_id: str
+    reason: str
+    first_at: datetime
+    last_at: datetime
+    count: int
+    node_id: str
+    scope_node: str | None
+    created_at: datetime
+    detail: str | None = None
+
+
 LogEntry = tuple[int, datetime, "str | int", str]
 """``(execution_id, at, level, message)``; ``level`` is a name ("INFO") or a logging int."""
 
@@ -204,6 +240,8 @@ __all__ = [
     "NodeRecord",
     "ScheduleState",
     "SchemaMismatch",
+    "SkipRecord",
+    "SkipRun",
     "StoreError",
     "StoreUnavailable",
     "Transition",

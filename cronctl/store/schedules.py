@@ -51,10 +51,22 @@ class Schedules(SqlConnection):
         assert cursor is not None
         return cursor
 
-    def advance_cursors(self, cursors: Mapping[str, datetime]) -> None:
-        if cursors:
-            with self._raw_write() as cur:
-                self._raw.advance_cursors(cur, cursors)
+    def advance_cursors(
+        self, cursors: Mapping[str, datetime], *, node_id: str | None = None,
+        node_cursors: Mapping[str, datetime] | None = None,
+    ) -> None:
+        if not cursors and not node_cursors:
+            return
+        with self._raw_write() as cur:
+            self._raw.advance_cursors(cur, cursors)
+            if node_cursors:
+                if node_id is None:
+                    raise ValueError("node_cursors need the node_id they belong to")
+                self._raw.advance_node_cursors(cur, node_id, node_cursors)
+
+    def node_cursors(self, node_id: str) -> dict[str, datetime]:
+        with self._raw_read() as cur:
+            return self._raw.node_cursors(cur, node_id)
 
     def job_states(self) -> dict[str, tuple[datetime | None, bool]]:
         with self._raw_read() as cur:

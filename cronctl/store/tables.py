@@ -163,6 +163,39 @@ guard_locks = sa.Table(
     sa.Index("ix_guard_locks_node_id", "node_id"),
 )
 
+# The skip ledger: planned instants that did not run, and why. A row is a run of
+# consecutive planned instants of one job with one reason (``count`` of them, from
+# ``first_at`` to ``last_at``); ``scope`` is '' for a cluster-wide decision
+# (single_instance) and the node id for an every_instance job's node. The unique key
+# makes each decision land once cluster-wide, whichever nodes take it.
+skip_records = sa.Table(
+    "skip_records",
+    metadata,
+    sa.Column("id", BigId, primary_key=True, autoincrement=True),
+    sa.Column("job_id", sa.String(ID_LEN), nullable=False),
+    sa.Column("scope", sa.String(ID_LEN), nullable=False, server_default=""),
+    sa.Column("first_at", UtcDateTime(), nullable=False),
+    sa.Column("last_at", UtcDateTime(), nullable=False),
+    sa.Column("count", sa.Integer(), nullable=False),
+    sa.Column("reason", sa.String(32), nullable=False),
+    sa.Column("node_id", sa.String(ID_LEN), nullable=False),
+    sa.Column("created_at", UtcDateTime(), nullable=False),
+    sa.Column("detail", sa.Text(), nullable=True),
+    sa.UniqueConstraint("job_id", "scope", "first_at"),
+    sa.Index("ix_skip_records_job_id_last_at", "job_id", "last_at"),
+    sa.Index("ix_skip_records_last_at", "last_at"),
+)
+
+# Per-node cursors of every_instance jobs: each node fires such a job on its own, so
+# its catch-up after downtime must depend on its own cursor, not on another node's.
+node_cursors = sa.Table(
+    "node_cursors",
+    metadata,
+    sa.Column("job_id", sa.String(ID_LEN), primary_key=True),
+    sa.Column("node_id", sa.String(ID_LEN), primary_key=True),
+    sa.Column("cursor", UtcDateTime(), nullable=False),
+)
+
 __all__ = [
     "UtcDateTime",
     "guard_locks",
@@ -170,6 +203,8 @@ __all__ = [
     "job_logs",
     "job_schedules",
     "metadata",
+    "node_cursors",
     "scheduler_nodes",
+    "skip_records",
     "trigger_requests",
 ]

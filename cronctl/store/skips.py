@@ -1,0 +1,92 @@
+"""The skip ledger: planned instants that did not run, and why (SPEC section 4).
+
+A row is a run of consecutive planned instants with one reason. Nodes that take the
+same decision (every node sees a single_instance job's lock held at the same instant;
+two nodes starting at once find the same misfire set) write the same ``(job, scope,
+first_at)``: the unique key keeps one row, and a longer run for the same start extends
+it, so each instant is recorded once cluster-wide."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+import sqlalchemy as sa
+
+from cronctl.store.connection import SqlConnection, now_or
+from cronctl.store.records import SkipRecord, SkipRun, require_aware
+from cronctl.store.tables import skip_records
+
+_S = skip_records.c
+_INSERT = ("INSERT INTO skip_records (job_id, scope, first_at, last_at, count, reason, "
+           "node_id, created_at, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+           "ON CONFLICT (job_id, scope, first_at) DO NOTHING")
+_EXTEND = ("UPDATE skip_records SET last_at = ?, count = ? "
+           "WHERE job_id = ? AND scope = ? AND first_at = ? AND last_at < ?")
+
+
+def _record(row: sa.Row[tuple[object, ...]]) -> SkipRecord:
+    m = row._mapping
+    return SkipRecord(id=int(m["id"]), job_id=m["job_id"], reason=m["reason"],
+                      first_at=m["first_at"], last_at=m["last_at"], count=int(m["count"]),
+                      node_id=m["node_id"], scope_node=m["scope"] or None,
+                      created_at=m["created_at"], detail=m["detail"])
+
+
+class SkipLedger(SqlConnection):
+    """The skip ledger of the Store Protocol (see :mod:`cronctl.store.base`)."""
+
+    def record_skips(self, runs: Sequence[SkipRun], *, now: datetime | None = None
+                     ) -> list[bool]:
+        if not runs:
+            return []
+        stamp = self._raw.ts(now_or(now))
+        out: list[bool] = []
+        with self._raw_write() as cur:
+            for r in runs:
+                if r.count < 1:
+                    raise ValueError(f"a skip run needs count >= 1, got {r.count}")
+                first = self._raw.ts(require_aware(r.first_at, "first_at"))
+                last = self._raw.ts(require_aware(r.last_at, "last_at"))
+                scope = r.scope_node or ""
+                cur.execute(self._raw.sql(_INSERT), (r.job_id, scope, first, last, r.count,
+                                                     r.reason, r.node_id, stamp, r.detail))
+                if cur.rowcount == 1:
+                    out.append(True)
+                    continue
+                cur.execute(self._raw.sql(_EXTEND), (last, r.count, r.job_id, scope, first,
+                                                     last))
+                out.append(cur.rowcount == 1)
+        return out
+
+    def list_skips(
+        self,
+        *,
+        job_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int | None = 50,
+    ) -> list[SkipRecord]:
+        q = sa.select(skip_records)
+        if job_id is not None:
+            q = q.where(_S.job_id == job_id)
+        if since is not None:
+            q = q.where(_S.last_at >= require_aware(since, "since"))
+        if until is not None:
+            q = q.where(_S.first_at <= require_aware(until, "until"))
+        q = q.order_by(_S.last_at.desc(), _S.id.desc())
+        if limit is not None:
+            q = q.limit(limit)
+        with self._read() as conn:
+            return [_record(r) for r in conn.execute(q)]
+
+    def skips_covering(self, job_id: str, at: datetime) -> list[SkipRecord]:
+        when = require_aware(at, "at")
+        q = (sa.select(skip_records)
+             .where(_S.job_id == job_id, _S.first_at <= when, _S.last_at >= when)
+             .order_by(_S.first_at, _S.id))
+        with self._read() as conn:
+            return [_record(r) for r in conn.execute(q)]
+
+
+__all__ = ["SkipLedger"]
