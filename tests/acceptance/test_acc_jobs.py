@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -284,7 +285,10 @@ def make_site(root: Path, *, broken: bool = False) -> Path:
 
 
 def site_env(site: Path) -> dict[str, str]:
-    return clean_env(PYTHONPATH=str(site))
+    # Keep the caller's PYTHONPATH after the fake site: it is how a worktree's cronctl is
+    # the one under test rather than the installed one.
+    inherited = os.environ.get("PYTHONPATH", "")
+    return clean_env(PYTHONPATH=os.pathsep.join(filter(None, [str(site), inherited])))
 
 
 def test_decorated_job_and_toml_override(run: Run, write: Write, tmp_path: Path) -> None:
