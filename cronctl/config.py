@@ -24,7 +24,7 @@ from cronctl.jobs.violation import Violation, did_you_mean, display_path, one_li
 from cronctl.store.urls import redact
 
 if TYPE_CHECKING:
-    from cronctl.cli.options import GlobalOptions
+    from cronctl.options import GlobalOptions
 
 SYSTEM_CONFIG = Path("/etc/cronctl/cronctl.toml")
 MEMORY = "none"

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cronctl.cli.options import GlobalOptions, global_options
+from cronctl.cli.options import global_options
 from cronctl.errors import NotFoundError, StoreError, UsageError
+from cronctl.options import GlobalOptions
 
 if TYPE_CHECKING:
     from cronctl.config import Config

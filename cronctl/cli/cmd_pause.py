@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cronctl.cli.options import GlobalOptions, global_options
+from cronctl.cli.options import global_options
 from cronctl.errors import StoreError
+from cronctl.options import GlobalOptions
 
 if TYPE_CHECKING:
     from cronctl.config import Config

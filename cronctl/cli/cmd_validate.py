@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cronctl.cli.options import GlobalOptions, global_options
+from cronctl.cli.options import global_options
+from cronctl.options import GlobalOptions
 
 if TYPE_CHECKING:
     from cronctl.config import Config

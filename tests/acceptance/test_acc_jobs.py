@@ -346,7 +346,7 @@ def test_explicit_fire_now_on_every_instance_is_honoured(tmp_path: Path, write: 
         mode = "single_instance"
         """)
     code = textwrap.dedent("""
-        from cronctl.cli.options import GlobalOptions
+        from cronctl.options import GlobalOptions
         from cronctl.config import load_config
         from cronctl.jobs import load_jobs
         result = load_jobs(load_config(GlobalOptions()))

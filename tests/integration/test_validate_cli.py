@@ -208,9 +208,9 @@ def test_list_rows_takes_a_store(project: Path) -> None:
     from datetime import UTC, datetime
 
     from cronctl.cli.cmd_list import list_rows
-    from cronctl.cli.options import GlobalOptions
     from cronctl.config import load_config
     from cronctl.jobs.loader import load_jobs
+    from cronctl.options import GlobalOptions
 
     write(project, "a.toml", GOOD)
     config = load_config(GlobalOptions())

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from cronctl.cli.options import GlobalOptions
 from cronctl.config import find_config_file, load_config, read_config, redact_url
 from cronctl.errors import ConfigError
+from cronctl.options import GlobalOptions
 
 
 @pytest.fixture(autouse=True)
