@@ -222,7 +222,7 @@ def _job_lookup(ctx: typer.Context) -> JobLookup:
         from cronctl.config import load_config
         from cronctl.jobs import find_job, job_schedule
 
-        job = find_job(load_config(global_options(ctx)), job_id)
+        job = find_job(load_config(global_options(ctx)).job_settings, job_id)
         return NextTarget(job.id, job_schedule(job), job.timezone)
 
     return lookup

@@ -177,7 +177,7 @@ def replay(
     now = datetime.now(UTC)
     start, end = _window(since, until, now)
     config = load_config(options)
-    definition = find_job(config, job)  # NotFoundError: exit 3
+    definition = find_job(config.job_settings, job)  # NotFoundError: exit 3
     from cronctl.cli.cmd_pause import open_for_writing, require_database
 
     require_database(config, "'cronctl replay'")

@@ -50,7 +50,7 @@ def trigger(
 
     options = global_options(ctx)
     config = load_config(options)
-    definition = find_job(config, job)  # NotFoundError: exit 3
+    definition = find_job(config.job_settings, job)  # NotFoundError: exit 3
     if here:
         _here(config, definition, as_json)
         return

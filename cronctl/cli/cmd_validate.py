@@ -34,7 +34,7 @@ def check_all(options: GlobalOptions, now: datetime | None = None) -> Checked:
     from cronctl.jobs.loader import load_jobs
 
     read = read_config(options)
-    result = load_jobs(read.config, now=now)
+    result = load_jobs(read.config.job_settings, now=now)
     return Checked(
         config=read.config,
         result=result,

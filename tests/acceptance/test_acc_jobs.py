@@ -349,7 +349,7 @@ def test_explicit_fire_now_on_every_instance_is_honoured(tmp_path: Path, write: 
         from cronctl.options import GlobalOptions
         from cronctl.config import load_config
         from cronctl.jobs import load_jobs
-        result = load_jobs(load_config(GlobalOptions()))
+        result = load_jobs(load_config(GlobalOptions()).job_settings)
         assert result.ok, result.violations
         for job in result.jobs:
             print(job.id, job.mode.value, job.misfire_policy.value)
