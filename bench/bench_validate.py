@@ -74,7 +74,7 @@ def bench_in_process(jobs_dir: Path) -> tuple[float, int]:
     jobs = 0
     for _ in range(3):
         start = time.perf_counter()
-        result = load_jobs(config, now=now)
+        result = load_jobs(config.job_settings, now=now)
         best = min(best, time.perf_counter() - start)
         if result.violations:
             raise SystemExit(f"generated jobs are invalid: {result.violations[0]}")

@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 from cronctl.durations import DurationError, parse_duration
 from cronctl.errors import ConfigError
+from cronctl.jobs.settings import JobSettings
 from cronctl.jobs.violation import Violation, did_you_mean, display_path, one_line
 from cronctl.store.urls import redact
 
 if TYPE_CHECKING:
-    from cronctl.cli.options import GlobalOptions
+    from cronctl.options import GlobalOptions
 
 SYSTEM_CONFIG = Path("/etc/cronctl/cronctl.toml")
 MEMORY = "none"
@@ -58,6 +59,17 @@ class Config:
     @property
     def database_display(self) -> str:
         return redact_url(self.database)
+
+    @property
+    def job_settings(self) -> JobSettings:
+        """What :func:`cronctl.jobs.load_jobs` needs of this configuration."""
+        return JobSettings(
+            jobs_dir=self.jobs_dir,
+            base_dir=self.base_dir,
+            jobs_dir_required=self.jobs_dir_required,
+            memory_database=self.in_memory,
+            tracked_default=self.tracked,
+        )
 
 
 @dataclass(frozen=True)

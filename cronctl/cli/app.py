@@ -13,8 +13,8 @@ import typer
 import typer.core
 import typer.main
 
-from cronctl.cli.options import GlobalOptions
 from cronctl.errors import CronctlError
+from cronctl.options import GlobalOptions
 
 app = typer.Typer(
     name="cronctl",

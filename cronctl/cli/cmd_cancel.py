@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cronctl.cli.cmd_history import (
+from cronctl.cli.options import global_options
+from cronctl.cli.shared import (
     execution_json,
     get_execution,
     open_state,
     require_job_defined,
 )
-from cronctl.cli.options import global_options
 from cronctl.errors import CronctlError, NotFoundError, UsageError
 
 if TYPE_CHECKING:

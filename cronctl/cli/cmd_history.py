@@ -1,144 +1,33 @@
 """``cronctl history [JOB]``: executions, newest first.
 
-Also holds what ``logs`` and ``cancel`` share with it: opening the state database for an
-operator command, reading ``T`` arguments, and the JSON shape of one execution.
+What it shares with ``logs``, ``cancel`` and the others (opening the state database,
+reading ``T`` arguments, the JSON shape of one execution) is in :mod:`cronctl.cli.shared`.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cronctl.cli.options import GlobalOptions, global_options
-from cronctl.errors import NotFoundError, StoreError, UsageError
+from cronctl.cli.options import global_options
+from cronctl.cli.shared import (
+    escape_for_terminal,
+    execution_json,
+    iso_z,
+    open_state,
+    parse_time,
+    require_job_defined,
+)
+from cronctl.errors import UsageError
 
 if TYPE_CHECKING:
-    from cronctl.config import Config
     from cronctl.jobs.model import ExecutionStatus
-    from cronctl.store.base import ExecutionRecord, Store
-
-
-# --- shared by history, logs and cancel ------------------------------------------------
-
-
-def iso_z(t: datetime | None) -> str | None:
-    """Aware datetime as ISO 8601 UTC with ``Z`` (``None`` stays ``None``)."""
-    if t is None:
-        return None
-    return t.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-_RELATIVE = re.compile(r"^\s*\d+(\.\d+)?\s*(ms|s|m|h|d|w)(\s*\d+(\.\d+)?\s*(ms|s|m|h|d|w))*\s*$",
-                       re.IGNORECASE)
-
-
-def parse_time(text: str, now: datetime, *, what: str = "--since") -> datetime:
-    """``T``: ISO 8601 (a time without an offset is UTC; ``Z`` allowed; a bare date is its
-    midnight UTC) or a relative duration meaning that long ago (``2h``, ``3d``,
-    ``1h30m``)."""
-    from cronctl.durations import DurationError, parse_duration
-
-    value = text.strip()
-    if _RELATIVE.match(value):
-        try:
-            return now - parse_duration(value)
-        except DurationError as exc:
-            raise UsageError(f"{what}: {exc}") from None
-    try:
-        parsed = datetime.fromisoformat(value.replace("z", "Z"))
-    except ValueError:
-        raise UsageError(
-            f"{what}: {text!r} is neither an ISO 8601 time (2026-03-08T07:00:00Z) nor a "
-            "relative one (2h, 3d)"
-        ) from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC)
-
-
-def open_state(options: GlobalOptions) -> tuple[Config, Store | None]:
-    """The config and its store. ``None`` when the SQLite file does not exist yet (nothing
-    ever ran; an operator command must not create it). Raises :class:`StoreError` for
-    ``database = "none"``: there is no shared state to look at."""
-    from cronctl.config import load_config, redact_url
-
-    config = load_config(options)
-    url = config.database
-    if url.strip().lower() == "none":
-        raise StoreError(
-            "the database is 'none': executions are kept in the scheduler's memory only; "
-            "set [scheduler] database (or --database) to a SQLite or PostgreSQL URL"
-        )
-    if _sqlite_file_missing(url):
-        return config, None
-    from cronctl.store import open_store
-
-    try:
-        store = open_store(url, node_id=config.node_id, auto_migrate=config.auto_migrate)
-    except StoreError:
-        raise
-    except Exception as exc:  # a driver error the store did not wrap
-        raise StoreError(f"cannot open {redact_url(url)}: {exc}") from None
-    return config, store
-
-
-def _sqlite_file_missing(url: str) -> bool:
-    if not url.lower().startswith("sqlite"):
-        return False
-    from sqlalchemy.engine import make_url
-
-    try:
-        parsed = make_url(url)
-    except Exception:
-        return False
-    database = parsed.database
-    if database in (None, "", ":memory:") or database.startswith("file:"):
-        return False
-    return not Path(database).exists()
-
-
-def require_job_defined(config: Config, job_id: str) -> None:
-    """:class:`NotFoundError` (exit 3) unless some source defines ``job_id``."""
-    from cronctl.errors import ConfigError
-    from cronctl.jobs.loader import find_job
-
-    try:
-        find_job(config, job_id)
-    except ConfigError:
-        return  # defined, just invalid: it exists
-    except NotFoundError:
-        raise
-
-
-def execution_json(record: ExecutionRecord) -> dict[str, Any]:
-    """The stable ``history --json`` shape of one execution."""
-    return {
-        "id": record.id,
-        "job": record.job_id,
-        "occurrence_id": record.occurrence_id,
-        "scheduled_at": iso_z(record.scheduled_at),
-        "started_at": iso_z(record.started_at),
-        "finished_at": iso_z(record.finished_at),
-        "status": record.status.value,
-        "attempt": record.attempt,
-        "node": record.node_id,
-        "origin": record.origin.value,
-        "error": record.error,
-    }
-
-
-def get_execution(store: Store | None, execution_id: int) -> ExecutionRecord:
-    record = None if store is None else store.get_execution(execution_id)
-    if record is None:
-        raise NotFoundError(f"no execution {execution_id}")
-    return record
+    from cronctl.store.base import ExecutionRecord
 
 
 def parse_statuses(text: str | None) -> tuple[ExecutionStatus, ...] | None:
@@ -153,13 +42,6 @@ def parse_statuses(text: str | None) -> tuple[ExecutionStatus, ...] | None:
         except ValueError as exc:
             raise UsageError(f"--status: {exc}") from None
     return tuple(result)
-
-
-def escape_for_terminal(text: str) -> str:
-    """Control characters escaped, except newlines and tabs (tracebacks stay readable)."""
-    from cronctl.dispatch.logbuffer import escape_control
-
-    return "\n".join(escape_control(line).replace("\\t", "\t") for line in text.split("\n"))
 
 
 # --- history ---------------------------------------------------------------------------

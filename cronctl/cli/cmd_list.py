@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Protocol
 import typer
 
 from cronctl.cli.options import global_options
+from cronctl.cli.shared import check_all, iso_z
 
 if TYPE_CHECKING:
     from cronctl.config import Config
@@ -52,12 +53,6 @@ class ListRow:
             "last_status": self.last_status,
             "description": self.description,
         }
-
-
-def iso_z(t: datetime | None) -> str | None:
-    if t is None:
-        return None
-    return t.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def list_rows(
@@ -156,8 +151,6 @@ def list_jobs(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
 ) -> None:
     """List the jobs: id, schedule, zone, mode, target, next fire and last status."""
-    from cronctl.cli.cmd_validate import check_all
-
     options = global_options(ctx)
     now = datetime.now(UTC)
     checked = check_all(options, now=now)

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cronctl.cli.cmd_history import (
+from cronctl.cli.options import global_options
+from cronctl.cli.shared import (
     escape_for_terminal,
     execution_json,
     get_execution,
@@ -21,7 +22,6 @@ from cronctl.cli.cmd_history import (
     open_state,
     require_job_defined,
 )
-from cronctl.cli.options import global_options
 from cronctl.errors import NotFoundError, UsageError
 
 if TYPE_CHECKING:

@@ -1,8 +1,8 @@
 """``cronctl next JOB_OR_EXPR``: the next fire times, in local time and UTC, with DST notes.
 
 Start-up matters here (people run it interactively and in shell loops), so this module
-imports only typer and the pure cron engine; rich and json load when they are used, and
-nothing here touches the state database.
+imports only typer, the pure cron engine and the light :mod:`cronctl.cli.shared`; rich
+and json load when they are used, and nothing here touches the state database.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from cronctl.cli.options import global_options
+from cronctl.cli.shared import iso_z
 from cronctl.cron import CronSyntaxError, Schedule, UnknownTimezoneError, load_zone
 from cronctl.errors import NotFoundError, UsageError
 
@@ -105,10 +106,6 @@ def parse_from(text: str | None, now: datetime, tz: str) -> datetime:
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=load_zone(tz))
     return parsed.astimezone(UTC)
-
-
-def iso_z(t: datetime) -> str:
-    return t.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def _relative(fire: datetime, ref: datetime) -> str:
@@ -222,7 +219,7 @@ def _job_lookup(ctx: typer.Context) -> JobLookup:
         from cronctl.config import load_config
         from cronctl.jobs import find_job, job_schedule
 
-        job = find_job(load_config(global_options(ctx)), job_id)
+        job = find_job(load_config(global_options(ctx)).job_settings, job_id)
         return NextTarget(job.id, job_schedule(job), job.timezone)
 
     return lookup

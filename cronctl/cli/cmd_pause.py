@@ -4,9 +4,6 @@ The flag lives on the job's schedule row in the state database, so it holds for 
 node and survives restarts; running schedulers poll it (every 2 s). Pausing does not
 cancel an execution that is already running, and explicit requests (``trigger``,
 ``replay``) still run a paused job: the operator asked for them.
-
-Also holds :func:`open_for_writing`, which ``replay`` shares: unlike the read-only
-commands, these two must create the SQLite file when nothing has run yet.
 """
 
 from __future__ import annotations
@@ -16,45 +13,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cronctl.cli.options import GlobalOptions, global_options
-from cronctl.errors import StoreError
+from cronctl.cli.options import global_options
+from cronctl.cli.shared import open_for_writing, require_job_defined
 
 if TYPE_CHECKING:
-    from cronctl.config import Config
-    from cronctl.store.base import Store
-
-
-def require_database(config: Config, what: str) -> None:
-    """``database = "none"`` has no shared state to write to: :class:`StoreError`
-    (exit 1) saying what to set."""
-    if config.in_memory:
-        raise StoreError(
-            f"{what} needs a state database, and the database is 'none' (state in the "
-            "scheduler's memory only); set [scheduler] database (or --database) to a SQLite "
-            "or PostgreSQL URL"
-        )
-
-
-def open_for_writing(config: Config, what: str) -> Store:
-    """The config's store, created and migrated if need be (see :func:`require_database`
-    for ``database = "none"``)."""
-    from cronctl.config import redact_url
-
-    require_database(config, what)
-    from cronctl.store import open_store
-
-    try:
-        store = open_store(config.database, node_id=config.node_id,
-                           auto_migrate=config.auto_migrate)
-    except StoreError:
-        raise
-    except Exception as exc:  # a driver error the store did not wrap
-        raise StoreError(f"cannot open {redact_url(config.database)}: {exc}") from None
-    return store
+    from cronctl.options import GlobalOptions
 
 
 def _set_paused(options: GlobalOptions, job: str, paused: bool, as_json: bool) -> None:
-    from cronctl.cli.cmd_history import require_job_defined
     from cronctl.config import load_config
 
     config = load_config(options)

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cronctl.cli.cmd_history import iso_z
 from cronctl.cli.options import global_options
+from cronctl.cli.shared import iso_z, open_for_writing, open_state, parse_time, require_database
 from cronctl.errors import UsageError
 
 if TYPE_CHECKING:
@@ -143,8 +143,6 @@ def _requested(store: Store, job_id: str, first: datetime, last: datetime) -> se
 
 
 def _window(since: str, until: str | None, now: datetime) -> tuple[datetime, datetime]:
-    from cronctl.cli.cmd_history import parse_time
-
     start = parse_time(since, now, what="--since")
     end = parse_time(until, now, what="--until") if until is not None else now
     if end > now:
@@ -177,18 +175,12 @@ def replay(
     now = datetime.now(UTC)
     start, end = _window(since, until, now)
     config = load_config(options)
-    definition = find_job(config, job)  # NotFoundError: exit 3
-    from cronctl.cli.cmd_pause import open_for_writing, require_database
-
+    definition = find_job(config.job_settings, job)  # NotFoundError: exit 3
     require_database(config, "'cronctl replay'")
     schedule = job_schedule(definition)
-    if dry_run:
-        # Read-only: a database that does not exist yet has no executions and no requests.
-        from cronctl.cli.cmd_history import open_state
-
-        store = open_state(options)[1]
-    else:
-        store = open_for_writing(config, "'cronctl replay'")
+    # A dry run is read-only: a database that does not exist yet has no executions and no
+    # requests (and is not created).
+    store = open_state(options)[1] if dry_run else open_for_writing(config, "'cronctl replay'")
     try:
         result = plan(job, schedule, start, end, max_count, handled_in(store, job))
         queued: list[Occurrence] = []

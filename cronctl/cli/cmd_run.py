@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cronctl.cli.options import GlobalOptions, global_options
+from cronctl.cli.options import global_options
+from cronctl.cli.shared import check_all
 from cronctl.errors import UsageError
+from cronctl.options import GlobalOptions
 
 if TYPE_CHECKING:
     from cronctl.runtime import Scheduler
@@ -38,7 +40,6 @@ def run(
     ] = "text",
 ) -> None:
     """Run the scheduler in the foreground until SIGTERM or SIGINT."""
-    from cronctl.cli.cmd_validate import check_all
     from cronctl.runtime.logsetup import configure_logging
 
     if log_format not in ("text", "json"):
@@ -98,8 +99,6 @@ def _serve(scheduler: Scheduler, options: GlobalOptions) -> None:
 
 
 def _reload(scheduler: Scheduler, options: GlobalOptions) -> None:
-    from cronctl.cli.cmd_validate import check_all
-
     log.info("SIGHUP: reloading jobs")
     try:
         checked = check_all(options)

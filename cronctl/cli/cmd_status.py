@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cronctl.cli.cmd_history import iso_z
 from cronctl.cli.options import global_options
+from cronctl.cli.shared import iso_z, open_state
 
 if TYPE_CHECKING:
     from cronctl.config import Config
@@ -227,14 +227,13 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
 ) -> None:
     """Live nodes, pending and running executions, and the next fire of each job."""
-    from cronctl.cli.cmd_history import open_state
     from cronctl.config import load_config
     from cronctl.jobs.loader import load_jobs
 
     options = global_options(ctx)
     now = datetime.now(UTC)
     config = load_config(options)
-    loaded = load_jobs(config, now=now)
+    loaded = load_jobs(config.job_settings, now=now)
     warnings: list[str] = []
     if loaded.violations:
         # The running schedulers keep their last valid configuration: still show the

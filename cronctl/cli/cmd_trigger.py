@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from cronctl.cli.options import global_options
+from cronctl.cli.shared import execution_json, open_state
 from cronctl.errors import CronctlError
 
 if TYPE_CHECKING:
@@ -50,12 +51,10 @@ def trigger(
 
     options = global_options(ctx)
     config = load_config(options)
-    definition = find_job(config, job)  # NotFoundError: exit 3
+    definition = find_job(config.job_settings, job)  # NotFoundError: exit 3
     if here:
         _here(config, definition, as_json)
         return
-    from cronctl.cli.cmd_history import open_state
-
     config, store = open_state(options)
     if store is None:
         raise NoScheduler(_no_scheduler(config))
@@ -107,8 +106,6 @@ def _queue(config: Config, store: Store, job: JobDefinition, wait: bool, as_json
         return
     execution_id = _wait_taken(store, request_id, job.id)
     record = _wait_final(store, job, execution_id)
-    from cronctl.cli.cmd_history import execution_json
-
     doc = {"job": job.id, "request": request_id, "execution": execution_json(record)}
     error = f": {record.error}" if record.error else ""
     _emit(as_json, doc, f"job {job.id}: {record.status.value} (execution {record.id}, "

@@ -3,43 +3,15 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cronctl.cli.options import GlobalOptions, global_options
+from cronctl.cli.options import global_options
+from cronctl.cli.shared import check_all
 
 if TYPE_CHECKING:
-    from cronctl.config import Config
-    from cronctl.jobs.loader import LoadResult
     from cronctl.jobs.violation import Violation
-
-
-@dataclass(frozen=True)
-class Checked:
-    """The configuration and the jobs as loaded, with every problem of both."""
-
-    config: Config
-    result: LoadResult
-    violations: tuple[Violation, ...]
-    warnings: tuple[Violation, ...]
-
-
-def check_all(options: GlobalOptions, now: datetime | None = None) -> Checked:
-    """Read ``cronctl.toml`` and load every job; the file's problems come first."""
-    from cronctl.config import read_config
-    from cronctl.jobs.loader import load_jobs
-
-    read = read_config(options)
-    result = load_jobs(read.config, now=now)
-    return Checked(
-        config=read.config,
-        result=result,
-        violations=(*read.violations, *result.violations),
-        warnings=result.warnings,
-    )
 
 
 def format_warning(warning: Violation) -> str:

@@ -1,27 +1,10 @@
-"""Global options shared by every command, kept on the typer context."""
+"""The global options on the typer context (the dataclass lives in :mod:`cronctl.options`)."""
 
 from __future__ import annotations
 
-import os
-import sys
-from dataclasses import dataclass
-from pathlib import Path
-
 import typer
 
-
-@dataclass(frozen=True)
-class GlobalOptions:
-    config: Path | None = None
-    database: str | None = None
-    jobs_dir: Path | None = None
-    verbose: int = 0
-    quiet: bool = False
-    no_color: bool = False
-
-    @property
-    def color(self) -> bool:
-        return not self.no_color and "NO_COLOR" not in os.environ and sys.stdout.isatty()
+from cronctl.options import GlobalOptions
 
 
 def global_options(ctx: typer.Context) -> GlobalOptions:

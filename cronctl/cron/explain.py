@@ -3,14 +3,47 @@
 Common shapes get idiomatic phrases ("Every 15 minutes", "At 08:00:00, Monday through
 Friday"); anything else falls back to a literal, still correct, field-by-field reading.
 Because the reading is built from the sets, equal expressions read the same.
+
+This module reads only the parsed fields (:class:`CronFields`) and never imports
+:mod:`cronctl.cron.expression`; :meth:`CronExpression.explain` calls it with itself.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from cronctl.cron.expression import CronExpression
+
+class CronFields(Protocol):
+    """The parsed sets of a cron expression, as :class:`CronExpression` holds them.
+
+    Values are cron's: seconds and minutes 0-59, hours 0-23, days 1-31, months 1-12,
+    weekdays 0-6 with 0 = Sunday. ``nth_weekdays`` holds ``(weekday, k)`` for ``D#k``;
+    ``last_weekdays`` the ``DL`` days; ``last_day`` is ``L`` in day-of-month. A day field
+    is restricted when it does not allow every day (decided on the sets, SPEC section 1).
+    """
+
+    @property
+    def seconds(self) -> frozenset[int]: ...
+    @property
+    def minutes(self) -> frozenset[int]: ...
+    @property
+    def hours(self) -> frozenset[int]: ...
+    @property
+    def days(self) -> frozenset[int]: ...
+    @property
+    def months(self) -> frozenset[int]: ...
+    @property
+    def weekdays(self) -> frozenset[int]: ...
+    @property
+    def last_day(self) -> bool: ...
+    @property
+    def nth_weekdays(self) -> frozenset[tuple[int, int]]: ...
+    @property
+    def last_weekdays(self) -> frozenset[int]: ...
+    @property
+    def dom_restricted(self) -> bool: ...
+    @property
+    def dow_restricted(self) -> bool: ...
 
 _DAY_WORDS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
 _MONTH_WORDS = ("", "January", "February", "March", "April", "May", "June", "July",
@@ -88,7 +121,7 @@ def _hour_window(hours: frozenset[int], last_minute: int) -> str:
     return _join(parts)
 
 
-def _time_phrase(expr: CronExpression) -> tuple[str, bool]:
+def _time_phrase(expr: CronFields) -> tuple[str, bool]:
     """The time-of-day part, and whether it is a short list of fixed times."""
     secs, mins, hours = expr.seconds, expr.minutes, expr.hours
     if len(secs) * len(mins) * len(hours) <= _MAX_LISTED_TIMES and len(hours) < 24:
@@ -127,7 +160,7 @@ def _time_phrase(expr: CronExpression) -> tuple[str, bool]:
     return ", ".join(parts), False
 
 
-def _dom_phrase(expr: CronExpression) -> str:
+def _dom_phrase(expr: CronFields) -> str:
     words: list[str] = []
     stepped = _step(expr.days, 1, 31) if len(expr.days) < 31 else None
     if len(expr.days) == 31:
@@ -143,7 +176,7 @@ def _dom_phrase(expr: CronExpression) -> str:
     return f"on {_join(words)} of the month"
 
 
-def _dow_phrase(expr: CronExpression) -> str:
+def _dow_phrase(expr: CronFields) -> str:
     phrases: list[str] = []
     if expr.weekdays:
         # Read weeks Monday first: "Saturday and Sunday", "Friday through Monday".
@@ -167,7 +200,7 @@ def _dow_phrase(expr: CronExpression) -> str:
     return _join(phrases, "or")
 
 
-def _month_phrase(expr: CronExpression) -> str | None:
+def _month_phrase(expr: CronFields) -> str | None:
     if len(expr.months) == 12:
         return None
     runs = _runs(sorted(expr.months))
@@ -182,7 +215,7 @@ def _month_phrase(expr: CronExpression) -> str | None:
     return f"in {_join(words)}"
 
 
-def explain(expr: CronExpression) -> str:
+def explain(expr: CronFields) -> str:
     """``"At 08:00:00, Monday through Friday"``, ``"Every 15 minutes"``, ..."""
     time, fixed = _time_phrase(expr)
     parts = [time]

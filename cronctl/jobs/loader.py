@@ -10,18 +10,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cronctl.errors import ConfigError, NotFoundError
 from cronctl.jobs.build import BuildContext, RawJob, build_job, check_id
 from cronctl.jobs.checks import clear_python_cache
 from cronctl.jobs.model import JobDefinition
 from cronctl.jobs.registry import ServiceRegistry, discover_services, set_default_registry
+from cronctl.jobs.settings import JobSettings
 from cronctl.jobs.toml_source import TomlJob, read_jobs_dir
 from cronctl.jobs.violation import Violation, did_you_mean
-
-if TYPE_CHECKING:
-    from cronctl.config import Config
 
 _SCHEDULE_KEYS = ("cron", "every", "anchor")
 _TARGET_KEYS = ("target", "command")
@@ -58,19 +56,19 @@ class _Loaded:
 
 
 def load_jobs(
-    config: Config,
+    settings: JobSettings,
     *,
     now: datetime | None = None,
     registry: ServiceRegistry | None = None,
 ) -> LoadResult:
-    """Load and validate every job of ``config``: ``jobs_dir`` TOML files and the
+    """Load and validate every job: the TOML files of ``settings.jobs_dir`` and the
     ``@cron_job`` operations of the ``cronctl.services`` entry points.
 
     ``now`` (default: the clock) is where "never fires within 4 years" is measured from;
     ``registry`` replaces entry-point discovery (tests). On success the registry becomes
     the one :func:`cronctl.jobs.registry.resolve_operation` uses.
     """
-    loaded = _load(config, now=now, registry=registry)
+    loaded = _load(settings, now=now, registry=registry)
     if loaded.violations:
         return LoadResult((), tuple(loaded.violations), tuple(loaded.warnings), loaded.defined)
     set_default_registry(loaded.registry)
@@ -78,11 +76,11 @@ def load_jobs(
     return LoadResult(jobs, (), tuple(loaded.warnings), loaded.defined)
 
 
-def find_job(config: Config, job_id: str, *, now: datetime | None = None) -> JobDefinition:
+def find_job(settings: JobSettings, job_id: str, *, now: datetime | None = None) -> JobDefinition:
     """The job named ``job_id``. :class:`NotFoundError` (exit 3, with a did-you-mean) when
     no source defines it; :class:`ConfigError` when that job itself is invalid. Problems
     of other jobs do not matter here."""
-    loaded = _load(config, now=now, registry=None)
+    loaded = _load(settings, now=now, registry=None)
     job = loaded.built.get(job_id)
     if job is not None:
         return job
@@ -95,13 +93,13 @@ def find_job(config: Config, job_id: str, *, now: datetime | None = None) -> Job
     raise NotFoundError(f"no job {job_id!r}{did_you_mean(job_id, known)}")
 
 
-def _load(config: Config, *, now: datetime | None, registry: ServiceRegistry | None
+def _load(settings: JobSettings, *, now: datetime | None, registry: ServiceRegistry | None
           ) -> _Loaded:
     now = now if now is not None else datetime.now(UTC)
     clear_python_cache()
     if registry is None:
         registry = discover_services()
-    files = read_jobs_dir(config.jobs_dir, required=config.jobs_dir_required)
+    files = read_jobs_dir(settings.jobs_dir, required=settings.jobs_dir_required)
     violations: list[Violation] = [*registry.violations, *files.violations]
     raws: list[RawJob] = []
 
@@ -140,9 +138,9 @@ def _load(config: Config, *, now: datetime | None, registry: ServiceRegistry | N
     ctx = BuildContext(
         now=now,
         registry=registry,
-        memory_database=config.in_memory,
-        tracked_default=config.tracked,
-        base_dir=config.base_dir,
+        memory_database=settings.memory_database,
+        tracked_default=settings.tracked_default,
+        base_dir=settings.base_dir,
     )
     built: dict[str, JobDefinition] = {}
     failed: dict[str, list[Violation]] = {}

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -284,7 +285,10 @@ def make_site(root: Path, *, broken: bool = False) -> Path:
 
 
 def site_env(site: Path) -> dict[str, str]:
-    return clean_env(PYTHONPATH=str(site))
+    # Keep the caller's PYTHONPATH after the fake site: it is how a worktree's cronctl is
+    # the one under test rather than the installed one.
+    inherited = os.environ.get("PYTHONPATH", "")
+    return clean_env(PYTHONPATH=os.pathsep.join(filter(None, [str(site), inherited])))
 
 
 def test_decorated_job_and_toml_override(run: Run, write: Write, tmp_path: Path) -> None:
@@ -342,10 +346,10 @@ def test_explicit_fire_now_on_every_instance_is_honoured(tmp_path: Path, write: 
         mode = "single_instance"
         """)
     code = textwrap.dedent("""
-        from cronctl.cli.options import GlobalOptions
+        from cronctl.options import GlobalOptions
         from cronctl.config import load_config
         from cronctl.jobs import load_jobs
-        result = load_jobs(load_config(GlobalOptions()))
+        result = load_jobs(load_config(GlobalOptions()).job_settings)
         assert result.ok, result.violations
         for job in result.jobs:
             print(job.id, job.mode.value, job.misfire_policy.value)

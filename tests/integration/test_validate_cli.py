@@ -208,14 +208,14 @@ def test_list_rows_takes_a_store(project: Path) -> None:
     from datetime import UTC, datetime
 
     from cronctl.cli.cmd_list import list_rows
-    from cronctl.cli.options import GlobalOptions
     from cronctl.config import load_config
     from cronctl.jobs.loader import load_jobs
+    from cronctl.options import GlobalOptions
 
     write(project, "a.toml", GOOD)
     config = load_config(GlobalOptions())
     now = datetime(2026, 5, 1, 10, 0, 30, tzinfo=UTC)
-    jobs = [j for j in load_jobs(config, now=now).jobs if j.id == "hello"]
+    jobs = [j for j in load_jobs(config.job_settings, now=now).jobs if j.id == "hello"]
 
     class Store:
         def last_status(self, job_id: str) -> str | None:

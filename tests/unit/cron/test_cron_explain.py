@@ -57,3 +57,27 @@ def test_equal_sets_read_the_same() -> None:
 def test_unusual_shapes_still_read(text: str) -> None:
     english = CronExpression(text).explain()
     assert english and english[0].isupper() and "  " not in english
+
+
+def test_explain_reads_the_fields_not_the_expression() -> None:
+    """``cronctl.cron.explain`` needs only the parsed sets (no CronExpression)."""
+    from dataclasses import dataclass
+
+    from cronctl.cron.explain import explain
+
+    @dataclass(frozen=True)
+    class Fields:
+        seconds: frozenset[int] = frozenset({0})
+        minutes: frozenset[int] = frozenset({0})
+        hours: frozenset[int] = frozenset({8})
+        days: frozenset[int] = frozenset(range(1, 32))
+        months: frozenset[int] = frozenset(range(1, 13))
+        weekdays: frozenset[int] = frozenset(range(1, 6))
+        last_day: bool = False
+        nth_weekdays: frozenset[tuple[int, int]] = frozenset()
+        last_weekdays: frozenset[int] = frozenset()
+        dom_restricted: bool = False
+        dow_restricted: bool = True
+
+    assert explain(Fields()) == CronExpression("0 8 * * MON-FRI").explain()
+    assert explain(CronExpression("0 8 * * MON-FRI")) == "At 08:00:00, Monday through Friday"

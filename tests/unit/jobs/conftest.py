@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from jobs_helpers import NOW, FakeDists, Load, WriteJob, make_config
+from jobs_helpers import NOW, FakeDists, Load, WriteJob, make_settings
 
 from cronctl.jobs.loader import LoadResult, load_jobs
 from cronctl.jobs.registry import ServiceRegistry
@@ -38,8 +38,8 @@ def load(tmp_path: Path, jobs_dir: Path) -> Load:
 
     def run(*, registry: ServiceRegistry | None = None, database: str = "sqlite:///s.db",
             tracked: bool = True) -> LoadResult:
-        config = make_config(tmp_path, database=database, tracked=tracked)
-        return load_jobs(config, now=NOW, registry=registry or ServiceRegistry())
+        settings = make_settings(tmp_path, database=database, tracked=tracked)
+        return load_jobs(settings, now=NOW, registry=registry or ServiceRegistry())
 
     return run
 

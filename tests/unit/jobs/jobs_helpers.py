@@ -10,6 +10,7 @@ from pathlib import Path
 
 from cronctl.config import Config
 from cronctl.jobs.loader import LoadResult
+from cronctl.jobs.settings import JobSettings
 
 WriteJob = Callable[[str, str], Path]
 Load = Callable[..., LoadResult]
@@ -17,10 +18,12 @@ Load = Callable[..., LoadResult]
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
 
-def make_config(base: Path, *, database: str = "sqlite:///state.db", tracked: bool = True
-                ) -> Config:
-    return Config(path=None, base_dir=base, database=database, jobs_dir=base / "jobs.d",
-                  node_id="test-node", tracked=tracked)
+def make_settings(base: Path, *, database: str = "sqlite:///state.db", tracked: bool = True
+                  ) -> JobSettings:
+    """The loader's settings as a configuration with these values makes them."""
+    config = Config(path=None, base_dir=base, database=database, jobs_dir=base / "jobs.d",
+                    node_id="test-node", tracked=tracked)
+    return config.job_settings
 
 
 class FakeDists:

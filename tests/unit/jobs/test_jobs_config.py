@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from cronctl.cli.options import GlobalOptions
 from cronctl.config import find_config_file, load_config, read_config, redact_url
 from cronctl.errors import ConfigError
+from cronctl.jobs.settings import JobSettings
+from cronctl.options import GlobalOptions
 
 
 @pytest.fixture(autouse=True)
@@ -103,6 +104,19 @@ def test_database_precedence(monkeypatch: pytest.MonkeyPatch) -> None:
     assert config.database == "none" and config.in_memory
     assert load_config(GlobalOptions(database="rel.db")).database == (
         f"sqlite:///{Path.cwd() / 'rel.db'}")
+
+
+def test_job_settings_carry_what_the_loader_needs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("cronctl.config.SYSTEM_CONFIG", Path("/nonexistent/cronctl.toml"))
+    default = load_config(GlobalOptions()).job_settings
+    assert default == JobSettings(jobs_dir=Path.cwd() / "jobs.d", base_dir=Path.cwd(),
+                                  jobs_dir_required=False, memory_database=False,
+                                  tracked_default=True)
+    Path("cronctl.toml").write_text('[scheduler]\njobs_dir = "j"\ntracked = false\n')
+    chosen = load_config(GlobalOptions(database="none")).job_settings
+    assert chosen == JobSettings(jobs_dir=Path.cwd() / "j", base_dir=Path.cwd(),
+                                 jobs_dir_required=True, memory_database=True,
+                                 tracked_default=False)
 
 
 def test_jobs_dir_option_wins() -> None:

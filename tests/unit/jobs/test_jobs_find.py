@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from jobs_helpers import NOW, WriteJob, make_config
+from jobs_helpers import NOW, WriteJob, make_settings
 
 import cronctl.jobs
 from cronctl.errors import ConfigError, NotFoundError
@@ -17,7 +17,7 @@ from cronctl.jobs.registry import ServiceRegistry
 def test_find_job_returns_the_definition(tmp_path: Path, write: WriteJob) -> None:
     write("a.toml", '[jobs.backup]\ncron = "0 30 2 * * *"\ntimezone = "Europe/Berlin"\n'
                     'command = ["true"]\n')
-    job = find_job(make_config(tmp_path), "backup", now=NOW)
+    job = find_job(make_settings(tmp_path), "backup", now=NOW)
     assert job.id == "backup" and job.timezone == "Europe/Berlin"
     fire = job_schedule(job).next_after(NOW)
     assert fire == datetime(2026, 1, 2, 1, 30, tzinfo=UTC)
@@ -27,22 +27,22 @@ def test_find_job_not_found_has_did_you_mean(tmp_path: Path, write: WriteJob) ->
     write("a.toml", '[jobs.backup]\ncron = "0 30 2 * * *"\ncommand = ["true"]\n')
     with pytest.raises(NotFoundError, match=r"no job 'backpu' \(did you mean 'backup'\?\)"
                        ) as info:
-        find_job(make_config(tmp_path), "backpu", now=NOW)
+        find_job(make_settings(tmp_path), "backpu", now=NOW)
     assert info.value.exit_code == 3
 
 
 def test_find_job_ignores_other_jobs_problems(tmp_path: Path, write: WriteJob) -> None:
     write("a.toml", '[jobs.good]\nevery = "1m"\ncommand = ["true"]\n'
                     '[jobs.bad]\ncron = "0 61 * * * *"\ncommand = ["true"]\n')
-    assert find_job(make_config(tmp_path), "good", now=NOW).id == "good"
+    assert find_job(make_settings(tmp_path), "good", now=NOW).id == "good"
     with pytest.raises(ConfigError, match=r"job 'bad' is invalid: .*minute field"):
-        find_job(make_config(tmp_path), "bad", now=NOW)
+        find_job(make_settings(tmp_path), "bad", now=NOW)
 
 
 def test_interval_schedule_uses_the_anchor(tmp_path: Path, write: WriteJob) -> None:
     write("a.toml", '[jobs.i]\nevery = "1h"\nanchor = 2020-01-01T00:15:00Z\n'
                     'command = ["true"]\n')
-    (job,) = load_jobs(make_config(tmp_path), now=NOW, registry=ServiceRegistry()).jobs
+    (job,) = load_jobs(make_settings(tmp_path), now=NOW, registry=ServiceRegistry()).jobs
     assert job_schedule(job).next_after(NOW) == datetime(2026, 1, 1, 12, 15, tzinfo=UTC)
 
 

@@ -1,0 +1,226 @@
+"""What several commands share, so that no ``cmd_*`` module imports another.
+
+Reading the configuration and the jobs (:func:`check_all`), opening the state database
+(:func:`open_state` for the read-only commands, :func:`open_for_writing` for the ones that
+may create it), looking up a job or an execution, reading ``T`` arguments, and the shapes
+an execution is shown in.
+
+Imported by every command at start-up: only the standard library and cronctl's leaf
+modules at the top; the config, the jobs and the store load inside the functions.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, overload
+
+from cronctl.errors import NotFoundError, StoreError, UsageError
+
+if TYPE_CHECKING:
+    from cronctl.config import Config
+    from cronctl.jobs.loader import LoadResult
+    from cronctl.jobs.violation import Violation
+    from cronctl.options import GlobalOptions
+    from cronctl.store.base import ExecutionRecord, Store
+
+
+# --- the configuration and the jobs ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Checked:
+    """The configuration and the jobs as loaded, with every problem of both."""
+
+    config: Config
+    result: LoadResult
+    violations: tuple[Violation, ...]
+    warnings: tuple[Violation, ...]
+
+
+def check_all(options: GlobalOptions, now: datetime | None = None) -> Checked:
+    """Read ``cronctl.toml`` and load every job; the file's problems come first."""
+    from cronctl.config import read_config
+    from cronctl.jobs.loader import load_jobs
+
+    read = read_config(options)
+    result = load_jobs(read.config.job_settings, now=now)
+    return Checked(
+        config=read.config,
+        result=result,
+        violations=(*read.violations, *result.violations),
+        warnings=result.warnings,
+    )
+
+
+def require_job_defined(config: Config, job_id: str) -> None:
+    """:class:`NotFoundError` (exit 3) unless some source defines ``job_id``."""
+    from cronctl.errors import ConfigError
+    from cronctl.jobs.loader import find_job
+
+    try:
+        find_job(config.job_settings, job_id)
+    except ConfigError:
+        return  # defined, just invalid: it exists
+    except NotFoundError:
+        raise
+
+
+# --- the state database ----------------------------------------------------------------
+
+
+def open_state(options: GlobalOptions) -> tuple[Config, Store | None]:
+    """The config and its store. ``None`` when the SQLite file does not exist yet (nothing
+    ever ran; an operator command must not create it). Raises :class:`StoreError` for
+    ``database = "none"``: there is no shared state to look at."""
+    from cronctl.config import load_config, redact_url
+
+    config = load_config(options)
+    url = config.database
+    if url.strip().lower() == "none":
+        raise StoreError(
+            "the database is 'none': executions are kept in the scheduler's memory only; "
+            "set [scheduler] database (or --database) to a SQLite or PostgreSQL URL"
+        )
+    if _sqlite_file_missing(url):
+        return config, None
+    from cronctl.store import open_store
+
+    try:
+        store = open_store(url, node_id=config.node_id, auto_migrate=config.auto_migrate)
+    except StoreError:
+        raise
+    except Exception as exc:  # a driver error the store did not wrap
+        raise StoreError(f"cannot open {redact_url(url)}: {exc}") from None
+    return config, store
+
+
+def _sqlite_file_missing(url: str) -> bool:
+    if not url.lower().startswith("sqlite"):
+        return False
+    from sqlalchemy.engine import make_url
+
+    try:
+        parsed = make_url(url)
+    except Exception:
+        return False
+    database = parsed.database
+    if database in (None, "", ":memory:") or database.startswith("file:"):
+        return False
+    return not Path(database).exists()
+
+
+def require_database(config: Config, what: str) -> None:
+    """``database = "none"`` has no shared state to write to: :class:`StoreError`
+    (exit 1) saying what to set."""
+    if config.in_memory:
+        raise StoreError(
+            f"{what} needs a state database, and the database is 'none' (state in the "
+            "scheduler's memory only); set [scheduler] database (or --database) to a SQLite "
+            "or PostgreSQL URL"
+        )
+
+
+def open_for_writing(config: Config, what: str) -> Store:
+    """The config's store, created and migrated if need be (see :func:`require_database`
+    for ``database = "none"``). Unlike :func:`open_state`, this creates the SQLite file
+    when nothing has run yet."""
+    from cronctl.config import redact_url
+
+    require_database(config, what)
+    from cronctl.store import open_store
+
+    try:
+        store = open_store(config.database, node_id=config.node_id,
+                           auto_migrate=config.auto_migrate)
+    except StoreError:
+        raise
+    except Exception as exc:  # a driver error the store did not wrap
+        raise StoreError(f"cannot open {redact_url(config.database)}: {exc}") from None
+    return store
+
+
+def get_execution(store: Store | None, execution_id: int) -> ExecutionRecord:
+    """Execution ``execution_id``, or :class:`NotFoundError` (exit 3)."""
+    record = None if store is None else store.get_execution(execution_id)
+    if record is None:
+        raise NotFoundError(f"no execution {execution_id}")
+    return record
+
+
+# --- reading arguments -----------------------------------------------------------------
+
+_RELATIVE = re.compile(r"^\s*\d+(\.\d+)?\s*(ms|s|m|h|d|w)(\s*\d+(\.\d+)?\s*(ms|s|m|h|d|w))*\s*$",
+                       re.IGNORECASE)
+
+
+def parse_time(text: str, now: datetime, *, what: str = "--since") -> datetime:
+    """``T``: ISO 8601 (a time without an offset is UTC; ``Z`` allowed; a bare date is its
+    midnight UTC) or a relative duration meaning that long ago (``2h``, ``3d``,
+    ``1h30m``)."""
+    from cronctl.durations import DurationError, parse_duration
+
+    value = text.strip()
+    if _RELATIVE.match(value):
+        try:
+            return now - parse_duration(value)
+        except DurationError as exc:
+            raise UsageError(f"{what}: {exc}") from None
+    try:
+        parsed = datetime.fromisoformat(value.replace("z", "Z"))
+    except ValueError:
+        raise UsageError(
+            f"{what}: {text!r} is neither an ISO 8601 time (2026-03-08T07:00:00Z) nor a "
+            "relative one (2h, 3d)"
+        ) from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
+
+
+# --- rendering -------------------------------------------------------------------------
+
+
+@overload
+def iso_z(t: datetime) -> str: ...
+
+
+@overload
+def iso_z(t: None) -> None: ...
+
+
+@overload
+def iso_z(t: datetime | None) -> str | None: ...
+
+
+def iso_z(t: datetime | None) -> str | None:
+    """Aware datetime as ISO 8601 UTC with ``Z`` (``None`` stays ``None``)."""
+    if t is None:
+        return None
+    return t.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def execution_json(record: ExecutionRecord) -> dict[str, Any]:
+    """The stable ``history --json`` shape of one execution."""
+    return {
+        "id": record.id,
+        "job": record.job_id,
+        "occurrence_id": record.occurrence_id,
+        "scheduled_at": iso_z(record.scheduled_at),
+        "started_at": iso_z(record.started_at),
+        "finished_at": iso_z(record.finished_at),
+        "status": record.status.value,
+        "attempt": record.attempt,
+        "node": record.node_id,
+        "origin": record.origin.value,
+        "error": record.error,
+    }
+
+
+def escape_for_terminal(text: str) -> str:
+    """Control characters escaped, except newlines and tabs (tracebacks stay readable)."""
+    from cronctl.dispatch.logbuffer import escape_control
+
+    return "\n".join(escape_control(line).replace("\\t", "\t") for line in text.split("\n"))
