@@ -71,11 +71,12 @@ def _register_commands() -> None:
         cmd_systemd,
         cmd_trigger,
         cmd_validate,
+        cmd_why,
     )
 
     # The order here is the order of `cronctl --help`: the everyday commands first.
     for module in (cmd_validate, cmd_list, cmd_next, cmd_run, cmd_trigger, cmd_cancel,
-                   cmd_logs, cmd_history, cmd_replay, cmd_pause, cmd_status, cmd_db,
+                   cmd_logs, cmd_history, cmd_why, cmd_replay, cmd_pause, cmd_status, cmd_db,
                    cmd_init, cmd_systemd):
         module.register(app)
 

@@ -10,7 +10,7 @@ import json
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -26,8 +26,13 @@ from cronctl.cli.shared import (
 from cronctl.errors import UsageError
 
 if TYPE_CHECKING:
+    from cronctl.config import Config
     from cronctl.jobs.model import ExecutionStatus
-    from cronctl.store.base import ExecutionRecord
+    from cronctl.store.base import ExecutionRecord, Store
+    from cronctl.store.records import SkipRecord
+
+
+SKIPPED = "skipped"
 
 
 def parse_statuses(text: str | None) -> tuple[ExecutionStatus, ...] | None:
@@ -37,11 +42,66 @@ def parse_statuses(text: str | None) -> tuple[ExecutionStatus, ...] | None:
 
     result: list[ExecutionStatus] = []
     for part in text.split(","):
+        if part.strip().lower() == SKIPPED:
+            continue
         try:
             result.append(ExecutionStatus.parse(part))  # type: ignore[arg-type]
         except ValueError as exc:
-            raise UsageError(f"--status: {exc}") from None
+            raise UsageError(f"--status: {exc} (or {SKIPPED!r} for skip records)") from None
     return tuple(result)
+
+
+def wants_skips(text: str | None) -> bool:
+    return text is not None and any(p.strip().lower() == SKIPPED for p in text.split(","))
+
+
+def skip_entries(store: Store, config: Config, *, job_id: str | None,
+                 since: datetime | None, until: datetime | None, limit: int
+                 ) -> list[dict[str, Any]]:
+    """Skip records in the ``history --json`` shape, one entry per planned instant (a
+    stored run of consecutive skips is expanded with the job's schedule), newest first."""
+    from cronctl.ids import occurrence_id
+
+    runs = store.list_skips(job_id=job_id, since=since, until=until, limit=limit)
+    schedules: dict[str, Any] = {}
+    entries: list[dict[str, Any]] = []
+    for run in runs:
+        instants = [run.first_at] if run.count == 1 else _expand(run, config, schedules)
+        for at in reversed(instants):
+            if (since is not None and at < since) or (until is not None and at > until):
+                continue
+            entries.append({
+                "id": run.id, "job": run.job_id, "occurrence_id": occurrence_id(run.job_id, at),
+                "scheduled_at": iso_z(at), "started_at": None, "finished_at": None,
+                "status": SKIPPED, "reason": run.reason, "attempt": 0, "node": run.node_id,
+                "origin": "cron", "error": None,
+            })
+            if len(entries) >= limit:
+                return entries
+    return entries
+
+
+def _expand(run: SkipRecord, config: Config, schedules: dict[str, Any]) -> list[datetime]:
+    """The planned instants of a run: the job's fires in ``[first_at, last_at]``, or just
+    the two ends when the job is no longer defined."""
+    from datetime import timedelta
+
+    from cronctl.core.timing import schedule_for
+    from cronctl.errors import CronctlError
+    from cronctl.jobs.loader import find_job
+
+    if run.job_id not in schedules:
+        try:
+            schedules[run.job_id] = schedule_for(find_job(config.job_settings, run.job_id))
+        except CronctlError:
+            schedules[run.job_id] = None
+    schedule = schedules[run.job_id]
+    if schedule is not None:
+        fires = schedule.between(run.first_at - timedelta(microseconds=1), run.last_at,
+                                 limit=run.count)
+        if fires:
+            return list(fires)
+    return [run.first_at, run.last_at]
 
 
 # --- history ---------------------------------------------------------------------------
@@ -79,8 +139,8 @@ def _cells(record: ExecutionRecord) -> list[str]:
     ]
 
 
-def render_plain(records: Sequence[ExecutionRecord]) -> str:
-    table = [HEADERS, *(_cells(record) for record in records)]
+def render_plain(rows: Sequence[list[str]]) -> str:
+    table = [HEADERS, *rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(HEADERS))]
     return "\n".join(
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
@@ -88,11 +148,11 @@ def render_plain(records: Sequence[ExecutionRecord]) -> str:
     )
 
 
-_STYLES = {"succeeded": "green", "failed": "red", "dead_letter": "bold red",
+_STYLES = {"skipped": "dim", "succeeded": "green", "failed": "red", "dead_letter": "bold red",
            "abandoned": "yellow", "cancelled": "yellow", "running": "cyan", "pending": "dim"}
 
 
-def _render_rich(records: Sequence[ExecutionRecord], color: bool) -> None:
+def _render_rich(rows: Sequence[list[str]], color: bool) -> None:
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
@@ -100,9 +160,9 @@ def _render_rich(records: Sequence[ExecutionRecord], color: bool) -> None:
     table = Table(box=None, header_style="bold")
     for header in HEADERS:
         table.add_column(header, overflow="fold")
-    for record in records:
-        cells = [escape(cell) for cell in _cells(record)]
-        style = _STYLES.get(record.status.value)
+    for row in rows:
+        cells = [escape(cell) for cell in row]
+        style = _STYLES.get(row[5])
         if style:
             cells[5] = f"[{style}]{cells[5]}[/]"
         table.add_row(*cells)
@@ -114,24 +174,36 @@ def history(
     job: Annotated[str | None, typer.Argument(help="Only this job's executions.")] = None,
     status: Annotated[str | None, typer.Option(
         "--status", help="Only these statuses (comma-separated): pending, running, succeeded, "
-        "failed, abandoned, cancelled, dead_letter.")] = None,
+        "failed, abandoned, cancelled, dead_letter; 'skipped' lists skip records (planned "
+        "instants that did not run, with the reason).")] = None,
     since: Annotated[str | None, typer.Option(
         "--since", help="Planned at or after T: ISO 8601 or relative (2h, 3d).")] = None,
+    until: Annotated[str | None, typer.Option(
+        "--until", help="Planned at or before T: ISO 8601 or relative (2h, 3d).")] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most N rows.")] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
 ) -> None:
     """Executions, newest first."""
     options = global_options(ctx)
     now = datetime.now(UTC)
-    statuses = parse_statuses(status)
+    statuses = parse_statuses(status)  # () when only skip records were asked for
+    skipped = wants_skips(status)
     since_at = parse_time(since, now) if since is not None else None
+    until_at = parse_time(until, now, what="--until") if until is not None else None
+    if since_at is not None and until_at is not None and until_at < since_at:
+        raise UsageError("--until is earlier than --since: nothing can be in that window")
     config, store = open_state(options)
     try:
         records: list[ExecutionRecord] = []
+        skips: list[dict[str, Any]] = []
         if store is not None:
-            records = store.list_executions(job_id=job, status=statuses, since=since_at,
-                                            limit=limit)
-        if job is not None and not records:
+            if statuses is None or statuses:
+                records = store.list_executions(job_id=job, status=statuses, since=since_at,
+                                                until=until_at, limit=limit)
+            if skipped:
+                skips = skip_entries(store, config, job_id=job, since=since_at,
+                                     until=until_at, limit=limit)
+        if job is not None and not records and not skips:
             # No rows: is it a job that never ran (or not in this window), or no job at all?
             unfiltered = store.list_executions(job_id=job, limit=1) if store else []
             if not unfiltered:
@@ -139,14 +211,24 @@ def history(
     finally:
         if store is not None:
             store.close()
+    rows = [(execution_json(r), _cells(r)) for r in records]
+    rows += [(entry, _skip_cells(entry)) for entry in skips]
+    rows.sort(key=lambda row: row[0]["scheduled_at"], reverse=True)  # stable: ids stay
+    rows = rows[:limit]
     if as_json:
-        typer.echo(json.dumps({"executions": [execution_json(r) for r in records]}, indent=2))
-    elif not records:
-        typer.echo("no executions")
+        typer.echo(json.dumps({"executions": [doc for doc, _ in rows]}, indent=2))
+    elif not rows:
+        typer.echo("no executions" if not skipped else "no executions or skip records")
     elif sys.stdout.isatty():
-        _render_rich(records, options.color)
+        _render_rich([cells for _, cells in rows], options.color)
     else:
-        typer.echo(render_plain(records))
+        typer.echo(render_plain([cells for _, cells in rows]))
+
+
+def _skip_cells(entry: dict[str, Any]) -> list[str]:
+    return ["-" if entry["id"] is None else str(entry["id"]),
+            escape_for_terminal(entry["job"]), entry["scheduled_at"], "-", "-", SKIPPED, "0",
+            escape_for_terminal(entry["node"]), entry["origin"], entry["reason"]]
 
 
 def register(app: typer.Typer) -> None:

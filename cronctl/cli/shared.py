@@ -156,6 +156,11 @@ _RELATIVE = re.compile(r"^\s*\d+(\.\d+)?\s*(ms|s|m|h|d|w)(\s*\d+(\.\d+)?\s*(ms|s
                        re.IGNORECASE)
 
 
+def relative_time(text: str) -> bool:
+    """Whether ``T`` is written as a relative duration (``2h``: two hours ago)."""
+    return bool(_RELATIVE.match(text.strip()))
+
+
 def parse_time(text: str, now: datetime, *, what: str = "--since") -> datetime:
     """``T``: ISO 8601 (a time without an offset is UTC; ``Z`` allowed; a bare date is its
     midnight UTC) or a relative duration meaning that long ago (``2h``, ``3d``,

@@ -1,0 +1,150 @@
+"""``cronctl why JOB AT``: what became of the occurrence planned at (or nearest before)
+``AT`` — ran, running, pending, skipped (why), missed (by the misfire policy), still to
+come, or not a planned instant (disabled, no match, a DST gap the job skips)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from cronctl.cli.options import global_options
+from cronctl.cli.shared import (
+    execution_json,
+    iso_z,
+    open_state,
+    parse_time,
+    relative_time,
+)
+
+if TYPE_CHECKING:
+    from cronctl.core.why import Verdict
+    from cronctl.jobs.model import JobDefinition
+    from cronctl.store.base import Store
+
+_TICK = timedelta(microseconds=1)
+
+
+def _instant(job: JobDefinition, text: str, now: datetime) -> tuple[datetime, datetime | None]:
+    """``AT`` as an instant, and the naive local wall time it was written as (if it was:
+    a time without an offset is the job's local time, which is how people ask)."""
+    from cronctl.cron import load_zone
+
+    value = text.strip()
+    if relative_time(value):
+        return parse_time(value, now, what="AT"), None
+    parsed = parse_time(value, now, what="AT")  # validates the text (one-line errors)
+    try:
+        written = datetime.fromisoformat(value.replace("z", "Z"))
+    except ValueError:
+        return parsed, None
+    if written.tzinfo is not None or job.every is not None:
+        return parsed, None
+    zone = load_zone(job.timezone)
+    return written.replace(tzinfo=zone).astimezone(UTC), written
+
+
+def _gap_answer(job: JobDefinition, wall: datetime) -> tuple[datetime | None, bool]:
+    """For a local ``wall`` time inside a DST gap that the expression names: the instant
+    the job fired for it instead (``dst_gap = shift``), or ``(None, True)`` when the job
+    skips the gap. ``(None, False)`` when the expression does not name ``wall``."""
+    from cronctl.core.timing import schedule_for
+    from cronctl.cron import Schedule, load_zone
+
+    assert job.cron is not None
+    as_utc = wall.replace(tzinfo=UTC)
+    if Schedule(job.cron, "UTC").next_after(as_utc - _TICK) != as_utc:
+        return None, False
+    zone = load_zone(job.timezone)
+    earliest = wall.replace(tzinfo=zone, fold=1).astimezone(UTC)
+    latest = wall.replace(tzinfo=zone, fold=0).astimezone(UTC)
+    low, high = min(earliest, latest), max(earliest, latest)
+    fire = schedule_for(job).next_after(low)
+    if fire is not None and fire <= high:
+        return fire, True
+    return None, True
+
+
+def decide(job: JobDefinition, at_text: str, store: Store | None, now: datetime
+           ) -> tuple[Verdict, list[Any]]:
+    from cronctl.core.timing import schedule_for
+    from cronctl.core.why import explain, explain_disabled, explain_gap, in_dst_gap
+    from cronctl.core.why import planned_at_or_before as nearest
+    from cronctl.cron import load_zone
+    from cronctl.ids import occurrence_id
+    from cronctl.runtime.firing import is_tracked
+
+    at, wall = _instant(job, at_text, now)
+    if not job.enabled:
+        return explain_disabled(job), []
+    planned: datetime | None
+    if wall is not None and job.cron is not None and in_dst_gap(wall, load_zone(job.timezone)):
+        shifted, named = _gap_answer(job, wall)
+        if named and shifted is None:
+            return explain_gap(job, wall), []
+        planned = shifted if shifted is not None else nearest(schedule_for(job), at)
+    else:
+        planned = nearest(schedule_for(job), at)
+    executions: list[Any] = []
+    skips: list[Any] = []
+    cursor = None
+    paused = False
+    if store is not None and planned is not None:
+        executions = store.executions_of_occurrence(job.id, occurrence_id(job.id, planned))
+        skips = store.skips_covering(job.id, planned)
+        state = store.get_schedule(job.id)
+        if state is not None:
+            cursor, paused = state.cursor, state.paused
+    verdict = explain(job, at, planned, now=now, executions=executions, skips=skips,
+                      cursor=cursor, paused=paused, tracked=is_tracked(job))
+    return verdict, executions
+
+
+def why(
+    ctx: typer.Context,
+    job_id: Annotated[str, typer.Argument(metavar="JOB", help="The job.")],
+    at: Annotated[str, typer.Argument(
+        metavar="AT", help="The instant: ISO 8601 (without an offset: the job's local time) "
+        "or relative (2h = two hours ago). The occurrence planned at AT, or the nearest "
+        "one before it, is explained.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+) -> None:
+    """What became of one occurrence: ran, skipped (why), missed, or never planned."""
+    from cronctl.ids import occurrence_id
+    from cronctl.jobs.loader import find_job
+
+    options = global_options(ctx)
+    now = datetime.now(UTC)
+    config, store = open_state(options)
+    try:
+        job = find_job(config.job_settings, job_id, now=now)
+        verdict, executions = decide(job, at, store, now)
+    finally:
+        if store is not None:
+            store.close()
+    planned = verdict.scheduled_at
+    doc = {
+        "job": job.id,
+        "scheduled_at": iso_z(planned),
+        "occurrence_id": None if planned is None else occurrence_id(job.id, planned),
+        "outcome": verdict.outcome.value,
+        "reason": verdict.reason,
+        "detail": verdict.detail,
+        "executions": [execution_json(e) for e in executions],
+    }
+    if as_json:
+        typer.echo(json.dumps(doc, indent=2))
+        return
+    when = "-" if planned is None else iso_z(planned)
+    typer.echo(f"{job.id} @ {when}: {verdict.outcome.value}"
+               + (f" ({verdict.reason})" if verdict.reason else ""))
+    typer.echo(f"  {verdict.detail}")
+    for e in executions:
+        typer.echo(f"  execution {e.id}: attempt {e.attempt} {e.status.value} on {e.node_id}"
+                   + (f": {e.error}" if e.error else ""))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("why")(why)
