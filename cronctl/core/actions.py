@@ -23,6 +23,7 @@ class SkipReason(enum.StrEnum):
     MISFIRE = "misfire"  # started too late; misfire policy said skip
     PAUSED = "paused"  # the job is paused cluster-wide
     REMOVED = "removed"  # a reload removed or disabled the job while this fire waited
+    UNRESOLVED_TARGET = "unresolved_target"  # the target could not be resolved at the fire
 
 
 class WaitReason(enum.StrEnum):

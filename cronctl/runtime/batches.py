@@ -1,4 +1,4 @@
-"""Store writes the I/O thread makes in batches: cursors and final statuses.
+"""Store writes the I/O thread makes in batches: skip records, cursors and final statuses.
 
 One transaction per batch instead of one per job: on SQLite the write lock is then held
 for one short transaction, not hundreds, and the scheduler thread (which writes the
@@ -13,38 +13,63 @@ from collections.abc import Callable
 from datetime import datetime
 
 from cronctl.jobs.model import ExecutionStatus
-from cronctl.store.base import Store, StoreUnavailable, Transition
+from cronctl.store.base import SkipRun, Store, StoreUnavailable, Transition
 
 log = logging.getLogger("cronctl.runtime")
 _LIVE = (ExecutionStatus.PENDING, ExecutionStatus.RUNNING)
 
 
 class CursorBatch:
-    """Cursor writes, coalesced per job (the newest instant wins) and written by the I/O
-    thread. Deferring them is safe: the execution row, not the cursor, dedups a fire."""
+    """Handled instants, written by the I/O thread: the skip records of instants that did
+    not run, then the cursors, coalesced per job (the newest instant wins). every_instance
+    jobs also keep this node's own cursor. Deferring them is safe: the execution row, not
+    the cursor, dedups a fire, and a skip record is written before the cursor passes it."""
 
-    def __init__(self) -> None:
+    def __init__(self, node_id: str = "") -> None:
+        self._node_id = node_id
         self._lock = threading.Lock()
         self._pending: dict[str, datetime] = {}
+        self._node: dict[str, datetime] = {}
+        self._skips: list[SkipRun] = []
 
-    def add(self, job_id: str, planned: datetime) -> None:
+    def add(self, job_id: str, planned: datetime, *, per_node: bool = False) -> None:
         with self._lock:
-            old = self._pending.get(job_id)
+            self._add(job_id, planned, per_node)
+
+    def _add(self, job_id: str, planned: datetime, per_node: bool) -> None:
+        old = self._pending.get(job_id)
+        if old is None or planned > old:
+            self._pending[job_id] = planned
+        if per_node:
+            old = self._node.get(job_id)
             if old is None or planned > old:
-                self._pending[job_id] = planned
+                self._node[job_id] = planned
+
+    def skip(self, run: SkipRun) -> None:
+        with self._lock:
+            self._skips.append(run)
 
     def flush(self, store: Store) -> None:
-        """Write every pending cursor in one transaction; on failure keep them all for
-        the next flush (newer instants that arrived meanwhile win)."""
+        """Write every pending skip record and cursor; on failure keep them all for the
+        next flush (newer instants that arrived meanwhile win; a skip record written
+        twice is recorded once)."""
         with self._lock:
             batch, self._pending = self._pending, {}
-        if not batch:
+            node, self._node = self._node, {}
+            skips, self._skips = self._skips, []
+        if not batch and not node and not skips:
             return
         try:
-            store.advance_cursors(batch)
+            if skips:
+                store.record_skips(skips)
+            store.advance_cursors(batch, node_id=self._node_id, node_cursors=node)
         except BaseException:
-            for job_id, planned in batch.items():
-                self.add(job_id, planned)
+            with self._lock:
+                self._skips[:0] = skips
+                for job_id, planned in batch.items():
+                    self._add(job_id, planned, False)
+                for job_id, planned in node.items():
+                    self._add(job_id, planned, True)
             raise
 
 

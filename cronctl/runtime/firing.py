@@ -44,10 +44,11 @@ from cronctl.runtime.health import StoreHealth
 from cronctl.runtime.io import IoWorker
 from cronctl.runtime.logsetup import ids
 from cronctl.runtime.records import REMOTE_RETRY, Ready, Run, first_line, locks_for, new_rows
-from cronctl.store.base import Store, StoreUnavailable, Transition, job_lock
+from cronctl.store.base import SkipRun, Store, StoreUnavailable, Transition, job_lock
 
 log = logging.getLogger("cronctl.runtime")
 _SCHEDULED = (Origin.CRON, Origin.MISFIRE)
+_LEDGER_ORIGINS = _SCHEDULED  # a replay or manual fire that does not run is no planned instant
 _LIVE = (ExecutionStatus.PENDING, ExecutionStatus.RUNNING)
 
 
@@ -69,7 +70,7 @@ class Firing:
         self.clock = clock
         self.post = post
         self.running: dict[ExecKey, Run] = {}
-        self.cursors = CursorBatch()
+        self.cursors = CursorBatch(node_id)
         self.finals = FinalBatch(store, io.submit, flusher.drain, clock)
         self._fires: list[Fire] = []  # deferred to the end of the batch (see ``batch``)
         self._batching = 0
@@ -205,6 +206,8 @@ class Firing:
                     job.target, first_line(exc),
                     " (repeats are logged at DEBUG until it resolves)" if first else "",
                     extra=ids(job.id))
+            if a.origin in _SCHEDULED and a.attempt == 1:
+                self._ledger(Skip(a.job_id, a.planned, a.origin, SkipReason.UNRESOLVED_TARGET))
             return self._release(a, now, f"target cannot be resolved: {first_line(exc)}")
         if job.id in self.unresolved:
             self.unresolved.discard(job.id)
@@ -435,6 +438,7 @@ class Firing:
     # --- the rest --------------------------------------------------------------------------
 
     def _skip(self, a: Skip) -> None:
+        self._ledger(a)
         self.skipped += 1
         level = logging.DEBUG if a.reason is SkipReason.REMOVED else logging.INFO
         log.log(level, "skipped job=%s planned=%s reason=%s", a.job_id, a.planned.isoformat(),
@@ -447,7 +451,20 @@ class Firing:
     def _cursor(self, job_id: str, planned: datetime) -> None:
         job = self.core.job(job_id)
         if job is not None and is_tracked(job) and self.store.persistent:
-            self.cursors.add(job_id, planned)
+            self.cursors.add(job_id, planned, per_node=job.mode is Mode.EVERY_INSTANCE)
+
+    def _ledger(self, a: Skip) -> None:
+        """The skip record of planned instants that did not run (SPEC section 4): for
+        tracked jobs, once cluster-wide (every_instance: once per node)."""
+        if a.reason is SkipReason.REMOVED or a.origin not in _LEDGER_ORIGINS:
+            return
+        job = self.core.job(a.job_id)
+        if job is None or not is_tracked(job) or not self.store.persistent:
+            return
+        scope = self.node_id if job.mode is Mode.EVERY_INSTANCE else None
+        last = getattr(a, "last", None) or a.planned
+        self.cursors.skip(SkipRun(a.job_id, a.reason.value, a.planned, last,
+                                  getattr(a, "count", 1), self.node_id, scope))
 
     def _missed(self, a: Missed) -> None:
         count = str(a.count) if a.count_exact else f"more than {a.count}"

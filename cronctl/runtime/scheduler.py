@@ -24,7 +24,7 @@ from cronctl.config import Config
 from cronctl.core import ClockSkewError, JobState, RecoveredExecution, SchedulerCore
 from cronctl.dispatch.base import Dispatcher, Outcome
 from cronctl.dispatch.logbuffer import LogFlusher
-from cronctl.jobs.model import ExecutionStatus, JobDefinition, Origin
+from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode, Origin
 from cronctl.runtime.firing import Firing
 from cronctl.runtime.health import StoreHealth
 from cronctl.runtime.io import IoWorker
@@ -128,8 +128,7 @@ class Scheduler:
                 # Guards this node's previous run held: its executions are recovered below.
                 self.store.release_locks(node)
             self.store.save_definitions(self._jobs, now=now)
-            states = {job_id: JobState(cursor, paused)
-                      for job_id, (cursor, paused) in self.store.job_states().items()}
+            states = self._job_states(node)
             initial = self.core.start(now, states, _recovered(self._recoverable(now, True)))
         except BaseException:
             self._unregister()
@@ -391,6 +390,14 @@ class Scheduler:
                                      now, ttl=self._ttl)
         self.firing.cursors.flush(self.store)
         self.firing.finals.flush()
+
+    def _job_states(self, node: str) -> dict[str, JobState]:
+        """Cursors and paused flags; an every_instance job catches up from this node's own
+        cursor (no row yet: this node never handled it), never from another node's."""
+        mine = self.store.node_cursors(node)
+        per_node = {j.id for j in self._jobs if j.mode is Mode.EVERY_INSTANCE}
+        return {job_id: JobState(mine.get(job_id) if job_id in per_node else cursor, paused)
+                for job_id, (cursor, paused) in self.store.job_states().items()}
 
     def _poll(self) -> None:
         """On the scheduler thread: hand the I/O thread what to poll for."""
