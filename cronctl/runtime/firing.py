@@ -435,12 +435,17 @@ class Firing:
     # --- the rest --------------------------------------------------------------------------
 
     def _skip(self, a: Skip) -> None:
-        self.skipped += 1
+        self.skipped += a.count
         level = logging.DEBUG if a.reason is SkipReason.REMOVED else logging.INFO
-        log.log(level, "skipped job=%s planned=%s reason=%s", a.job_id, a.planned.isoformat(),
-                a.reason.value, extra=ids(a.job_id))
+        if a.last is None:
+            log.log(level, "skipped job=%s planned=%s reason=%s", a.job_id,
+                    a.planned.isoformat(), a.reason.value, extra=ids(a.job_id))
+        else:  # a run of consecutive planned instants (a misfire set)
+            log.log(level, "skipped job=%s planned=%s..%s count=%s%d reason=%s", a.job_id,
+                    a.planned.isoformat(), a.last.isoformat(),
+                    "" if a.count_exact else ">", a.count, a.reason.value, extra=ids(a.job_id))
         if a.origin in _SCHEDULED:
-            self._cursor(a.job_id, a.planned)
+            self._cursor(a.job_id, a.newest)
         if a.reason is SkipReason.REMOVED and len(self.ahead):
             self.ahead.close_removed(a.job_id, a.planned)
 
