@@ -26,7 +26,7 @@ from cronctl.core.actions import (
     SkipReason,
 )
 from cronctl.core.errors import ClockSkewError
-from cronctl.core.guards import _FIRE, _RETRY, _SCHEDULED_ORIGINS, Guards
+from cronctl.core.guards import _FIRE, _RETRY, _SCHEDULED_ORIGINS, Guards, first_scheduled
 from cronctl.core.misfires import decide
 from cronctl.core.state import Job as _Job
 from cronctl.core.state import Pending as _Pending
@@ -155,13 +155,22 @@ class SchedulerCore(Guards):
             self._ended(act, status, error, now, out)
         return self._decision(out)
 
-    def release(self, key: ExecKey, now: datetime) -> Decision:
+    def release(self, key: ExecKey, now: datetime, *, skip: SkipReason | None = None
+                ) -> Decision:
         """The attempt of a :class:`Fire` never started (another node won the election, the
         target did not resolve, the store or an interceptor failed): free its guards and
-        drop the occurrence without a status."""
+        drop the occurrence without a status.
+
+        ``skip`` names why, when the instant must get a skip record: the runtime passes
+        :attr:`SkipReason.UNRESOLVED_TARGET` for a target that does not resolve, and the
+        decision then starts with that :class:`Skip` (for a scheduled first attempt only:
+        a retry, recovered, manual or replayed attempt has its row or its request). A lost
+        election passes none (the winner's row is the record)."""
         out: list[Action] = []
         act = self._active.pop(key, None)
         if act is not None:
+            if skip is not None and first_scheduled(act.p):
+                out.append(Skip(act.p.js.job.id, act.p.planned, act.p.origin, skip))
             self._free_guards(act.p, now, out)
             self._occurrence_done(act.p.js, now, out)
         return self._decision(out)
