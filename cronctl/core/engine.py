@@ -175,31 +175,52 @@ class SchedulerCore(Guards):
             self._occurrence_done(act.p.js, now, out)
         return self._decision(out)
 
-    def defer(self, key: ExecKey, now: datetime, until: datetime) -> Decision:
+    def defer(self, key: ExecKey, now: datetime, until: datetime, *,
+              keep_group: bool = False) -> Decision:
         """The attempt could not start yet (a cluster-wide guard is held on another node):
-        free its guards and try the same attempt again at ``until``."""
+        give back its slot and try the same attempt again at ``until``. ``keep_group``: it
+        keeps its serial group on this node meanwhile (it waits for that group), so the
+        group's newer fires queue behind it; else the group is freed too."""
         out: list[Action] = []
         act = self._active.pop(key, None)
         if act is not None:
-            self._free_guards(act.p, now, out)
-            self._push(until, _RETRY, act.p.js.job.id, 0, act.p)
+            p = act.p
+            if keep_group and p.group is not None:
+                if p.waiting_since is None:
+                    p.waiting_since = now  # waiting for the group, towards ``expired``
+                self._running -= 1
+                self._fill_slots(now, out)
+            else:
+                self._free_guards(p, now, out)
+            self._push(until, _RETRY, p.js.job.id, 0, p)
         return self._decision(out)
 
     def blocked(self, key: ExecKey, now: datetime, until: datetime, *, overlap: bool
                 ) -> Decision:
         """A cluster-wide guard of this :class:`Fire` is held on another node: ``overlap``
-        when it is the job's own (single_instance) lock, else its serial group's. Under
-        overlap ``skip``, a scheduled first attempt is dropped (reason overlap), as a local
-        overlap would drop it; anything else (a serial group, a retry, a recovered row, a
-        manual, replayed or misfire catch-up fire) must not be lost, so it is deferred to
-        ``until``."""
+        when it is the job's own (single_instance) lock, else its serial group's.
+
+        ``overlap``: under overlap ``skip``, a scheduled first attempt is dropped (reason
+        overlap), as a local overlap would drop it; anything else (a retry, a recovered
+        row, a manual, replayed or misfire catch-up fire) must not be lost: it is deferred
+        to ``until`` and frees its serial group meanwhile (it waits for its job).
+
+        Serial group (not ``overlap``): the fire is the oldest waiter for the group, so it
+        keeps the group on this node and is retried at ``until`` (the same attempt, the
+        same occurrence); no newer fire of any job of the group starts here before it, and
+        the group's local waiters stay queued behind it (they would find the same lock
+        held). A scheduled first attempt blocked longer than ``misfire_threshold`` in all
+        is skipped as ``expired`` at a retry. What the runtime must add for FIFO across
+        nodes: see "Cluster-wide" in :mod:`cronctl.core.guards`."""
         act = self._active.get(key)
         if act is None:
             return self._decision([])
         p = act.p
+        if not overlap:
+            return self.defer(key, now, until, keep_group=True)
         # Only a plain cron fire is dropped: a misfire catch-up (fire_all replays several
         # instants back to back under the job's own lock) must wait its turn.
-        if (overlap and p.origin is Origin.CRON and p.attempt == 1 and p.row is None
+        if (p.origin is Origin.CRON and first_scheduled(p)
                 and p.js.job.overlap_policy is not OverlapPolicy.ALLOW):
             out: list[Action] = [Skip(p.js.job.id, p.planned, p.origin, SkipReason.OVERLAP)]
             out.extend(self.release(key, now).actions)
@@ -343,6 +364,9 @@ class SchedulerCore(Guards):
     def _on_retry(self, p: _Pending, now: datetime, out: list[Action]) -> None:
         if p.js.removed:
             out.append(Skip(p.js.job.id, p.planned, p.origin, SkipReason.REMOVED))
+            if p.group is not None:  # a fire deferred for its group kept it
+                self._free_group(p, now, out)
+                self._fill_slots(now, out)
             p.js.in_flight -= 1
             return
         self._admit(p, now, out)

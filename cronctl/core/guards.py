@@ -7,11 +7,27 @@ In order (the Java scheduler's order, SPEC section 3):
    free; ``allow`` admits. An occurrence stays in flight through its retries' backoff,
    so a retry never overlaps a newer fire. Explicit fires (manual, replay, misfire
    catch-up, recovery) are never dropped by overlap: they wait for the job, FIFO.
-2. *serial group*: one occurrence per group at a time; the rest wait FIFO per group.
+2. *serial group*: one occurrence per group at a time; the rest wait FIFO across the
+   group's jobs. A freed group goes to its oldest waiter before any newer fire of a
+   group member, and a fire blocked by the group's lock on another node keeps the group
+   on this node while it retries (see :meth:`SchedulerCore.blocked
+   <cronctl.core.engine.SchedulerCore.blocked>`), so newer fires queue behind it.
 3. *slot*: at most ``max_concurrent_jobs`` attempts start; the rest wait FIFO.
 
 A scheduled first attempt that waited for a queue_one turn, its group or a slot longer
 than ``misfire_threshold`` is not started: it is skipped as ``expired`` (SPEC section 4).
+
+Cluster-wide (the runtime's part). Guards held on other nodes are lock rows the runtime
+takes with the execution row; the core only learns of them through ``blocked``. For a
+serial group to stay FIFO across nodes the runtime must (1) retry a blocked fire as soon
+as the lock can be free, at the latest at ``until``: on this node the lock of the
+execution that just freed the group is released only when its final status is written
+(I/O thread), after the core already handed the group to the next local waiter, so that
+waiter's first try usually finds its own node's lock and is best retried right after
+that write commits; and (2) have the store grant a freed group lock to the group's
+oldest waiting fire, not to whichever node asks first (e.g. a blocked fire registers
+``(group, due, node)``, and a group lock is only taken by a fire with no older registered
+waiter): the core orders the waiters of one node, never those of two.
 
 Only a started attempt (:class:`Fire`) holds a slot; the runtime gives it back with
 ``on_complete`` (it ran) or ``release`` (it never started: lost election, unresolvable
@@ -114,7 +130,9 @@ class Guards:
             self._drop_expired(p, now, out)
             return
         group = p.js.job.serial_group
-        if group is not None:
+        if group is not None and p.group is None:  # (a deferred fire keeps its group)
+            # Waiters exist only while the group is busy, so this also queues a newly due
+            # fire behind the group's waiters.
             if group in self._group_busy:
                 if p.waiting_since is None:
                     p.waiting_since = now
