@@ -304,8 +304,10 @@ class SchedulerCore(Guards):
     def reload(self, jobs: Iterable[JobDefinition], now: datetime) -> Decision:
         """Swap definitions. Running attempts finish; fires already admitted to a slot or
         group queue still run with their old definition; a removed job's queued and
-        waiting fires are dropped. Changed jobs continue after the newest handled
-        instant (a reload never re-fires or catches up)."""
+        waiting fires are dropped. A changed job whose schedule is unchanged continues
+        right after its newest handled instant (an instant due but not ticked yet is still
+        decided, never lost); one with a new schedule continues after now (a reload never
+        re-fires or catches up)."""
         out: list[Action] = []
         new = {j.id: j for j in jobs}
         for job_id in list(self._jobs):
@@ -321,9 +323,13 @@ class SchedulerCore(Guards):
             elif js.job == job:
                 continue
             else:
+                old = js.schedule
                 js.job = job
                 js.schedule = self._schedule(job)
                 js.gen += 1
+                if old is not None and js.schedule is old and js.handled is not None:
+                    self._push_next(js, js.handled)  # (equal schedules are one object)
+                    continue
             if js.schedule is not None:
                 self._push_next(js, now if js.handled is None else max(js.handled, now))
         live = {id(js.schedule) for js in self._jobs.values()}
