@@ -18,12 +18,18 @@ ExecKey = int
 
 
 class SkipReason(enum.StrEnum):
+    """Why a planned instant did not run: the reasons of a skip record (SPEC section 4,
+    "Every planned instant is accounted for"), plus ``removed``, which is not one."""
+
     OVERLAP = "overlap"  # the job's previous execution still runs (overlap_policy = skip)
-    SUPERSEDED = "superseded"  # queue_one kept a newer fire instead of this one
-    MISFIRE = "misfire"  # started too late; misfire policy said skip
     PAUSED = "paused"  # the job is paused cluster-wide
-    REMOVED = "removed"  # a reload removed or disabled the job while this fire waited
+    MISFIRE = "misfire"  # in a missed set (section 4 "Misfires"), dropped by the policy
     UNRESOLVED_TARGET = "unresolved_target"  # the target could not be resolved at the fire
+    SUPERSEDED = "superseded"  # queue_one kept a newer fire instead of this one
+    EXPIRED = "expired"  # waited longer than misfire_threshold for a slot, queue_one or group
+    # Not a ledger reason: a reload removed or disabled the job while this fire waited (a
+    # retry or a queued fire of a job that no longer exists; logged at DEBUG).
+    REMOVED = "removed"
 
 
 class WaitReason(enum.StrEnum):
@@ -51,12 +57,31 @@ class Fire:
 
 @dataclass(frozen=True, slots=True)
 class Skip:
-    """This fire does not run. The instant counts as handled (the cursor may move)."""
+    """Planned instants that do not run, and why: what the runtime writes as a skip record.
+
+    One instant (``planned``; ``last`` is None), or a *run*: the consecutive planned
+    instants of the job's schedule from ``planned`` (the oldest) to ``last`` (the newest),
+    both included, ``count`` of them. A run is how a misfire set of any size stays one
+    action (a per-second job missed for 12 days is one ``Skip``, not 10^6); only
+    :class:`SkipReason.MISFIRE` and :class:`SkipReason.PAUSED` make runs. ``count_exact``
+    is False when counting stopped at :data:`cronctl.core.timing.COUNT_CAP` (``count`` is
+    then a lower bound; ``planned`` and ``last`` are still exact).
+
+    The instants count as handled: for scheduled origins the cursor may move to
+    :attr:`newest`. ``origin`` is ``misfire`` for instants a misfire policy dropped."""
 
     job_id: str
     planned: datetime
     origin: Origin
     reason: SkipReason
+    last: datetime | None = None
+    count: int = 1
+    count_exact: bool = True
+
+    @property
+    def newest(self) -> datetime:
+        """The newest instant this skip covers."""
+        return self.planned if self.last is None else self.last
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,10 +96,13 @@ class Enqueue:
 
 @dataclass(frozen=True, slots=True)
 class Missed:
-    """A batch of instants found missed (at start-up or after a stall), for the log.
+    """A set of instants found missed (at start-up, when the store is back, or after a
+    stall): the one INFO summary of SPEC section 4 "Misfires".
 
-    ``count`` is how many were missed (``count_exact`` false when counting stopped at a
-    cap); ``dropped`` how many of them will not run under the policy."""
+    ``count`` is how many the set holds (``count_exact`` false when counting stopped at a
+    cap); ``dropped`` how many of them will not run under the policy (they follow as one
+    :class:`Skip` run, reason ``misfire``, when the job is recorded: tracked, durable
+    store); ``newest`` is the newest instant of the set."""
 
     job_id: str
     policy: MisfirePolicy

@@ -17,32 +17,24 @@ from datetime import datetime, timedelta
 from cronctl.core.actions import (
     Abandon,
     Action,
-    AdvanceCursor,
     CloseInterrupted,
     Decision,
     ExecKey,
     JobState,
-    Missed,
     RecoveredExecution,
     Skip,
     SkipReason,
 )
 from cronctl.core.errors import ClockSkewError
-from cronctl.core.guards import _FIRE, _RETRY, _SCHEDULED_ORIGINS, Guards
+from cronctl.core.guards import _FIRE, _RETRY, _SCHEDULED_ORIGINS, Guards, first_scheduled
+from cronctl.core.misfires import decide
 from cronctl.core.state import Job as _Job
 from cronctl.core.state import Pending as _Pending
-from cronctl.core.timing import (
-    OccurrenceIds,
-    ScheduleLike,
-    jitter_offset,
-    missed_between,
-    schedule_for,
-)
+from cronctl.core.timing import OccurrenceIds, ScheduleLike, jitter_offset, schedule_for
 from cronctl.errors import NotFoundError
 from cronctl.jobs.model import (
     ExecutionStatus,
     JobDefinition,
-    MisfirePolicy,
     Origin,
     OverlapPolicy,
 )
@@ -108,8 +100,8 @@ class SchedulerCore(Guards):
         recovered: Sequence[RecoveredExecution] = (),
     ) -> Decision:
         """Start-up: refuse on clock skew (before changing anything), recover interrupted
-        executions, then apply each job's misfire policy to the instants after its
-        cursor, then schedule every job's next instant."""
+        executions, then apply each job's misfire policy to the set of instants after its
+        cursor (see :meth:`_misfire_set`), then schedule every job's next instant."""
         states = states or {}
         for job_id in sorted(states):
             cursor = states[job_id].cursor
@@ -128,10 +120,10 @@ class SchedulerCore(Guards):
             js = self._jobs[job_id]
             if js.schedule is None:
                 continue
-            if js.handled is not None and self._durable and js.job.tracked:
-                self._catch_up(js, js.handled, now - js.job.misfire_threshold, now, out)
-            # From the cursor, not from now: instants since then that are late by less than
-            # misfire_threshold are not missed, and fire on the first tick.
+            if js.handled is not None:
+                self._misfire_set(js, js.handled, now, out)
+            # From the cursor (or the newest instant of a missed set), not from now: a set
+            # that was not missed fires, late, from the first tick.
             self._push_next(js, now if js.handled is None else js.handled)
         return self._decision(out)
 
@@ -163,42 +155,72 @@ class SchedulerCore(Guards):
             self._ended(act, status, error, now, out)
         return self._decision(out)
 
-    def release(self, key: ExecKey, now: datetime) -> Decision:
+    def release(self, key: ExecKey, now: datetime, *, skip: SkipReason | None = None
+                ) -> Decision:
         """The attempt of a :class:`Fire` never started (another node won the election, the
         target did not resolve, the store or an interceptor failed): free its guards and
-        drop the occurrence without a status."""
+        drop the occurrence without a status.
+
+        ``skip`` names why, when the instant must get a skip record: the runtime passes
+        :attr:`SkipReason.UNRESOLVED_TARGET` for a target that does not resolve, and the
+        decision then starts with that :class:`Skip` (for a scheduled first attempt only:
+        a retry, recovered, manual or replayed attempt has its row or its request). A lost
+        election passes none (the winner's row is the record)."""
         out: list[Action] = []
         act = self._active.pop(key, None)
         if act is not None:
+            if skip is not None and first_scheduled(act.p):
+                out.append(Skip(act.p.js.job.id, act.p.planned, act.p.origin, skip))
             self._free_guards(act.p, now, out)
             self._occurrence_done(act.p.js, now, out)
         return self._decision(out)
 
-    def defer(self, key: ExecKey, now: datetime, until: datetime) -> Decision:
+    def defer(self, key: ExecKey, now: datetime, until: datetime, *,
+              keep_group: bool = False) -> Decision:
         """The attempt could not start yet (a cluster-wide guard is held on another node):
-        free its guards and try the same attempt again at ``until``."""
+        give back its slot and try the same attempt again at ``until``. ``keep_group``: it
+        keeps its serial group on this node meanwhile (it waits for that group), so the
+        group's newer fires queue behind it; else the group is freed too."""
         out: list[Action] = []
         act = self._active.pop(key, None)
         if act is not None:
-            self._free_guards(act.p, now, out)
-            self._push(until, _RETRY, act.p.js.job.id, 0, act.p)
+            p = act.p
+            if keep_group and p.group is not None:
+                if p.waiting_since is None:
+                    p.waiting_since = now  # waiting for the group, towards ``expired``
+                self._running -= 1
+                self._fill_slots(now, out)
+            else:
+                self._free_guards(p, now, out)
+            self._push(until, _RETRY, p.js.job.id, 0, p)
         return self._decision(out)
 
     def blocked(self, key: ExecKey, now: datetime, until: datetime, *, overlap: bool
                 ) -> Decision:
         """A cluster-wide guard of this :class:`Fire` is held on another node: ``overlap``
-        when it is the job's own (single_instance) lock, else its serial group's. Under
-        overlap ``skip``, a scheduled first attempt is dropped (reason overlap), as a local
-        overlap would drop it; anything else (a serial group, a retry, a recovered row, a
-        manual, replayed or misfire catch-up fire) must not be lost, so it is deferred to
-        ``until``."""
+        when it is the job's own (single_instance) lock, else its serial group's.
+
+        ``overlap``: under overlap ``skip``, a scheduled first attempt is dropped (reason
+        overlap), as a local overlap would drop it; anything else (a retry, a recovered
+        row, a manual, replayed or misfire catch-up fire) must not be lost: it is deferred
+        to ``until`` and frees its serial group meanwhile (it waits for its job).
+
+        Serial group (not ``overlap``): the fire is the oldest waiter for the group, so it
+        keeps the group on this node and is retried at ``until`` (the same attempt, the
+        same occurrence); no newer fire of any job of the group starts here before it, and
+        the group's local waiters stay queued behind it (they would find the same lock
+        held). A scheduled first attempt blocked longer than ``misfire_threshold`` in all
+        is skipped as ``expired`` at a retry. What the runtime must add for FIFO across
+        nodes: see "Cluster-wide" in :mod:`cronctl.core.guards`."""
         act = self._active.get(key)
         if act is None:
             return self._decision([])
         p = act.p
+        if not overlap:
+            return self.defer(key, now, until, keep_group=True)
         # Only a plain cron fire is dropped: a misfire catch-up (fire_all replays several
         # instants back to back under the job's own lock) must wait its turn.
-        if (overlap and p.origin is Origin.CRON and p.attempt == 1 and p.row is None
+        if (p.origin is Origin.CRON and first_scheduled(p)
                 and p.js.job.overlap_policy is not OverlapPolicy.ALLOW):
             out: list[Action] = [Skip(p.js.job.id, p.planned, p.origin, SkipReason.OVERLAP)]
             out.extend(self.release(key, now).actions)
@@ -226,9 +248,9 @@ class SchedulerCore(Guards):
 
     def store_back(self, now: datetime) -> Decision:
         """The store works again: start the held attempts, then apply each job's misfire
-        policy to the instants it could not start, from the oldest of them (everything
-        before it was confirmed or deliberately skipped). Instants late by less than
-        ``misfire_threshold`` are not missed: they fire, late, from the heap."""
+        policy to the set of instants it could not start, from the oldest of them
+        (everything before it was confirmed or deliberately skipped; nothing after it was
+        decided during the outage): see :meth:`_misfire_set`."""
         out: list[Action] = []
         self._store_down = False
         held, self._held = self._held, []
@@ -244,7 +266,7 @@ class SchedulerCore(Guards):
             # so the (durable, monotonic) cursor never passed them.
             js.handled = floor
             js.gen += 1  # drop the heap entry pushed during the outage
-            self._catch_up(js, floor, now - js.job.misfire_threshold, now, out)
+            self._misfire_set(js, floor, now, out)
             self._push_next(js, js.handled)
         return self._decision(out)
 
@@ -282,8 +304,10 @@ class SchedulerCore(Guards):
     def reload(self, jobs: Iterable[JobDefinition], now: datetime) -> Decision:
         """Swap definitions. Running attempts finish; fires already admitted to a slot or
         group queue still run with their old definition; a removed job's queued and
-        waiting fires are dropped. Changed jobs continue after the newest handled
-        instant (a reload never re-fires or catches up)."""
+        waiting fires are dropped. A changed job whose schedule is unchanged continues
+        right after its newest handled instant (an instant due but not ticked yet is still
+        decided, never lost); one with a new schedule continues after now (a reload never
+        re-fires or catches up)."""
         out: list[Action] = []
         new = {j.id: j for j in jobs}
         for job_id in list(self._jobs):
@@ -299,9 +323,13 @@ class SchedulerCore(Guards):
             elif js.job == job:
                 continue
             else:
+                old = js.schedule
                 js.job = job
                 js.schedule = self._schedule(job)
                 js.gen += 1
+                if old is not None and js.schedule is old and js.handled is not None:
+                    self._push_next(js, js.handled)  # (equal schedules are one object)
+                    continue
             if js.schedule is not None:
                 self._push_next(js, now if js.handled is None else max(js.handled, now))
         live = {id(js.schedule) for js in self._jobs.values()}
@@ -321,12 +349,16 @@ class SchedulerCore(Guards):
             # Recovery already took this instant: never fire a handled instant twice.
             self._push_next(js, js.handled)
             return
-        threshold = js.job.misfire_threshold
-        if now - due > threshold:
-            # The scheduler stalled (store outage, suspended host, clock jump): treat the
-            # whole run of late instants as one misfire batch, then resume normally.
-            floor = js.handled if js.handled is not None else planned - timedelta(microseconds=1)
-            self._catch_up(js, floor, max(planned, now - threshold), now, out)
+        if js.lost is not None:
+            # The store is unreachable and this job already has an instant it could not
+            # start: this one belongs to the same misfire set, decided when it is back.
+            js.handled = planned
+            self._push_next(js, planned)
+            return
+        if now - due > js.job.misfire_threshold:
+            # The scheduler stalled (suspended host, clock jump, a long stop): this instant
+            # and every later one up to now are one missed set, as at start-up.
+            self._missed_set(js, planned - _TICK, planned, now, out)
             self._push_next(js, js.handled if js.handled is not None else planned)
             return
         js.handled = planned
@@ -338,6 +370,9 @@ class SchedulerCore(Guards):
     def _on_retry(self, p: _Pending, now: datetime, out: list[Action]) -> None:
         if p.js.removed:
             out.append(Skip(p.js.job.id, p.planned, p.origin, SkipReason.REMOVED))
+            if p.group is not None:  # a fire deferred for its group kept it
+                self._free_group(p, now, out)
+                self._fill_slots(now, out)
             p.js.in_flight -= 1
             return
         self._admit(p, now, out)
@@ -352,31 +387,36 @@ class SchedulerCore(Guards):
 
     # --- misfires and recovery -----------------------------------------------------------
 
-    def _catch_up(
-        self, js: _Job, after: datetime, cut: datetime, now: datetime, out: list[Action]
-    ) -> None:
-        """Apply the misfire policy to the instants in ``(after, cut]``; later ones (up to
-        ``now``) are merely late and fire normally from the heap."""
+    def _misfire_set(self, js: _Job, after: datetime, now: datetime, out: list[Action]
+                     ) -> None:
+        """The instants in ``(after, now]`` are one set (:mod:`cronctl.core.misfires`):
+        if its oldest is late by at most ``misfire_threshold`` nothing was missed and the
+        heap fires them, late; else the whole set is missed and the policy decides now."""
         assert js.schedule is not None
+        oldest = js.schedule.next_after(after)
+        if oldest is None or oldest > now:
+            return
         job = js.job
-        policy = job.misfire_policy if self._durable and job.tracked else MisfirePolicy.SKIP
-        keep = job.catchup_limit if policy is MisfirePolicy.FIRE_ALL else 1
-        count, newest, exact = missed_between(js.schedule, after, cut, keep)
-        if not count:
+        due = oldest
+        if job.jitter:
+            due += jitter_offset(self._occ(job.id, oldest), job.jitter)
+        if now - due > job.misfire_threshold:
+            self._missed_set(js, after, oldest, now, out)
+
+    def _missed_set(self, js: _Job, after: datetime, oldest: datetime, now: datetime,
+                    out: list[Action]) -> None:
+        """The set ``(after, now]`` was missed: report it, and offer the catch-up fires as
+        explicit fires (they wait for each other, never dropped as overlap)."""
+        assert js.schedule is not None
+        got = decide(js.schedule, js.job, after, oldest, now,
+                     recorded=self._durable and js.job.tracked, paused=js.paused)
+        if got is None:
             return
-        js.handled = newest[-1]
-        self._raise_high(newest[-1], job.id)
-        if policy is MisfirePolicy.SKIP:
-            out.append(Missed(job.id, policy, count, count, newest[-1], exact))
-            out.append(AdvanceCursor(job.id, newest[-1]))
-            return
-        out.append(Missed(job.id, policy, count, count - len(newest), newest[-1], exact))
-        for planned in newest:
-            p = _Pending(js, planned, now, 1, Origin.MISFIRE)
-            if js.paused:
-                out.append(Skip(job.id, planned, Origin.MISFIRE, SkipReason.PAUSED))
-            else:
-                self._offer_explicit(p, now, out)
+        js.handled = got.newest
+        self._raise_high(got.newest, js.job.id)
+        out.extend(got.actions)
+        for planned in got.fire:
+            self._offer_explicit(_Pending(js, planned, now, 1, Origin.MISFIRE), now, out)
 
     def _recover(
         self, recovered: Sequence[RecoveredExecution], now: datetime, out: list[Action]

@@ -7,8 +7,27 @@ In order (the Java scheduler's order, SPEC section 3):
    free; ``allow`` admits. An occurrence stays in flight through its retries' backoff,
    so a retry never overlaps a newer fire. Explicit fires (manual, replay, misfire
    catch-up, recovery) are never dropped by overlap: they wait for the job, FIFO.
-2. *serial group*: one occurrence per group at a time; the rest wait FIFO per group.
+2. *serial group*: one occurrence per group at a time; the rest wait FIFO across the
+   group's jobs. A freed group goes to its oldest waiter before any newer fire of a
+   group member, and a fire blocked by the group's lock on another node keeps the group
+   on this node while it retries (see :meth:`SchedulerCore.blocked
+   <cronctl.core.engine.SchedulerCore.blocked>`), so newer fires queue behind it.
 3. *slot*: at most ``max_concurrent_jobs`` attempts start; the rest wait FIFO.
+
+A scheduled first attempt that waited for a queue_one turn, its group or a slot longer
+than ``misfire_threshold`` is not started: it is skipped as ``expired`` (SPEC section 4).
+
+Cluster-wide (the runtime's part). Guards held on other nodes are lock rows the runtime
+takes with the execution row; the core only learns of them through ``blocked``. For a
+serial group to stay FIFO across nodes the runtime must (1) retry a blocked fire as soon
+as the lock can be free, at the latest at ``until``: on this node the lock of the
+execution that just freed the group is released only when its final status is written
+(I/O thread), after the core already handed the group to the next local waiter, so that
+waiter's first try usually finds its own node's lock and is best retried right after
+that write commits; and (2) have the store grant a freed group lock to the group's
+oldest waiting fire, not to whichever node asks first (e.g. a blocked fire registers
+``(group, due, node)``, and a group lock is only taken by a fire with no older registered
+waiter): the core orders the waiters of one node, never those of two.
 
 Only a started attempt (:class:`Fire`) holds a slot; the runtime gives it back with
 ``on_complete`` (it ran) or ``release`` (it never started: lost election, unresolvable
@@ -43,6 +62,13 @@ from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode, Origin, Ove
 _FIRE, _RETRY, _TIMEOUT = 0, 1, 2
 _FAILURES = (ExecutionStatus.FAILED, ExecutionStatus.ABANDONED)
 _SCHEDULED_ORIGINS = (Origin.CRON, Origin.MISFIRE)
+
+
+def first_scheduled(p: _Pending) -> bool:
+    """A planned instant's own first attempt (cron or misfire catch-up) with no row yet:
+    the fires that can be skipped (expired, overlap) or counted missed. Retries, recovered
+    rows, manual and replayed fires are never dropped that way."""
+    return p.attempt == 1 and p.row is None and p.origin in _SCHEDULED_ORIGINS
 
 
 def needs_store(job: JobDefinition) -> bool:
@@ -84,6 +110,7 @@ class Guards:
             if old is not None:
                 out.append(Skip(js.job.id, old.planned, old.origin, SkipReason.SUPERSEDED))
             js.queued = p
+            p.waiting_since = now
             out.append(Enqueue(js.job.id, p.planned, p.origin, WaitReason.QUEUE_ONE))
             return
         js.in_flight += 1
@@ -99,21 +126,33 @@ class Guards:
         self._admit(p, now, out)
 
     def _admit(self, p: _Pending, now: datetime, out: list[Action]) -> None:
+        if p.waiting_since is not None and self._expired(p, now):
+            self._drop_expired(p, now, out)
+            return
         group = p.js.job.serial_group
-        if group is not None:
+        if group is not None and p.group is None:  # (a deferred fire keeps its group)
+            # Waiters exist only while the group is busy, so this also queues a newly due
+            # fire behind the group's waiters.
             if group in self._group_busy:
+                if p.waiting_since is None:
+                    p.waiting_since = now
                 self._group_wait.setdefault(group, deque()).append(p)
                 out.append(Enqueue(p.js.job.id, p.planned, p.origin, WaitReason.GROUP))
                 return
             self._group_busy.add(group)  # reserved from here until the attempt ends
             p.group = group
         if self._running >= self._max or self._slot_wait:
+            if p.waiting_since is None:
+                p.waiting_since = now
             self._slot_wait.append(p)
             out.append(Enqueue(p.js.job.id, p.planned, p.origin, WaitReason.SLOT))
             return
         self._start(p, now, out)
 
     def _start(self, p: _Pending, now: datetime, out: list[Action]) -> None:
+        if p.waiting_since is not None and self._expired(p, now):
+            self._drop_expired(p, now, out)
+            return
         if self._store_down and needs_store(p.js.job):
             self._hold(p, now, out)
             return
@@ -128,6 +167,20 @@ class Guards:
                         p.recovered_from, p.row))
         if job.timeout is not None and job.timeout > timedelta(0):
             self._push(now + job.timeout, _TIMEOUT, job.id, 0, key)
+
+    @staticmethod
+    def _expired(p: _Pending, now: datetime) -> bool:
+        since = p.waiting_since
+        return (since is not None and now - since > p.js.job.misfire_threshold
+                and first_scheduled(p))
+
+    def _drop_expired(self, p: _Pending, now: datetime, out: list[Action]) -> None:
+        """``p`` waited too long: skip it (``expired``) and give back what it holds."""
+        out.append(Skip(p.js.job.id, p.planned, p.origin, SkipReason.EXPIRED))
+        if p.group is not None:
+            self._free_group(p, now, out)
+        self._occurrence_done(p.js, now, out)
+        self._fill_slots(now, out)
 
     def _ended(
         self, act: _Active, status: ExecutionStatus, error: str | None, now: datetime,
@@ -157,22 +210,36 @@ class Guards:
     def _free_guards(self, p: _Pending, now: datetime, out: list[Action]) -> None:
         self._running -= 1
         if p.group is not None:
-            self._free_group(p)
+            self._free_group(p, now, out)
         while self._slot_wait and self._running < self._max:  # _fill_slots, inlined (hot)
             self._start(self._slot_wait.popleft(), now, out)
 
-    def _free_group(self, p: _Pending) -> None:
+    def _free_group(self, p: _Pending, now: datetime, out: list[Action]) -> None:
+        """Hand ``p``'s serial group to its oldest waiter that has not expired (FIFO across
+        the group's jobs); the waiter then queues for a slot holding the group, so no newer
+        fire of a group member can take it. The caller fills the slots."""
         group, p.group = p.group, None
-        if group is not None:
-            self._group_busy.discard(group)
-            queue = self._group_wait.get(group)
-            if queue:
-                nxt = queue.popleft()
-                if not queue:
-                    del self._group_wait[group]
-                self._group_busy.add(group)
-                nxt.group = group
-                self._slot_wait.append(nxt)
+        if group is None:
+            return
+        self._group_busy.discard(group)
+        queue = self._group_wait.get(group)
+        if not queue:
+            return
+        expired: list[_Pending] = []
+        while queue:
+            nxt = queue.popleft()
+            if nxt.waiting_since is not None and self._expired(nxt, now):
+                expired.append(nxt)
+                continue
+            self._group_busy.add(group)
+            nxt.group = group
+            self._slot_wait.append(nxt)
+            break
+        if not queue:
+            del self._group_wait[group]
+        # Only now (the group handed on): what these let their jobs admit queues behind.
+        for x in expired:
+            self._drop_expired(x, now, out)
 
     def _fill_slots(self, now: datetime, out: list[Action]) -> None:
         while self._slot_wait and self._running < self._max:
@@ -180,9 +247,11 @@ class Guards:
 
     def _hold(self, p: _Pending, now: datetime, out: list[Action]) -> None:
         """The store is unreachable: do not start ``p`` (see :meth:`unavailable`)."""
-        self._free_group(p)
+        if p.group is not None:
+            self._free_group(p, now, out)
+            self._fill_slots(now, out)
         js = p.js
-        if p.origin in _SCHEDULED_ORIGINS and p.attempt == 1 and p.row is None:
+        if first_scheduled(p):
             if js.lost is None or p.planned < js.lost:
                 js.lost = p.planned
             self._occurrence_done(js, now, out)

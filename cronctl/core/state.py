@@ -24,7 +24,9 @@ class Job:
     in_flight: int = 0  # occurrences admitted and not yet final
     queued: Pending | None = None  # queue_one: the newest fire skipped while busy
     waiting: deque[Pending] = field(default_factory=deque)  # explicit fires, FIFO
-    lost: datetime | None = None  # oldest scheduled instant not started: store unreachable
+    # Oldest scheduled instant not started because the store was unreachable: from it on,
+    # the instants are one misfire set when the store is back (none is decided before).
+    lost: datetime | None = None
 
 
 @dataclass(slots=True, eq=False)
@@ -40,6 +42,9 @@ class Pending:
     recovered_from: int | None = None
     group: str | None = None  # the serial group reserved at admission (survives reloads)
     row: int | None = None  # a pending execution row written for this attempt (recovered)
+    # When it first waited for a slot, a queue_one turn or its serial group (also a group
+    # held on another node): waiting longer than misfire_threshold makes it ``expired``.
+    waiting_since: datetime | None = None
 
 
 @dataclass(slots=True, eq=False)

@@ -90,7 +90,7 @@ def missed_between(
             return count, list(tail)[-keep:] if keep else [], True
     # Too many to count: find the newest ones by looking back from ``until`` in windows
     # that double until they hold ``keep`` instants.
-    return count, _newest(schedule, cursor, until, keep), False
+    return count, _newest(schedule, after, until, keep), False
 
 
 def _newest(schedule: ScheduleLike, floor: datetime, until: datetime, keep: int) -> list[datetime]:

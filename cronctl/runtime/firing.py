@@ -206,9 +206,8 @@ class Firing:
                     job.target, first_line(exc),
                     " (repeats are logged at DEBUG until it resolves)" if first else "",
                     extra=ids(job.id))
-            if a.origin in _SCHEDULED and a.attempt == 1:
-                self._ledger(Skip(a.job_id, a.planned, a.origin, SkipReason.UNRESOLVED_TARGET))
-            return self._release(a, now, f"target cannot be resolved: {first_line(exc)}")
+            return self._release(a, now, f"target cannot be resolved: {first_line(exc)}",
+                                 skip=SkipReason.UNRESOLVED_TARGET)
         if job.id in self.unresolved:
             self.unresolved.discard(job.id)
             log.info("target resolves again job=%s target=%s", job.id, job.target,
@@ -368,10 +367,11 @@ class Firing:
         return self.core.blocked(a.key, now, now + REMOTE_RETRY,
                                  overlap=key == job_lock(a.job_id))
 
-    def _release(self, a: Fire, now: datetime, why: str) -> Decision:
+    def _release(self, a: Fire, now: datetime, why: str, *,
+                 skip: SkipReason | None = None) -> Decision:
         self._trigger_done(a.occurrence_id, None, why)
         self.ahead.close(a, why)
-        return self.core.release(a.key, now)
+        return self.core.release(a.key, now, skip=skip)
 
     def _unavailable(self, exc: StoreUnavailable, fires: list[Fire], now: datetime
                      ) -> Decision:
@@ -439,12 +439,17 @@ class Firing:
 
     def _skip(self, a: Skip) -> None:
         self._ledger(a)
-        self.skipped += 1
+        self.skipped += a.count
         level = logging.DEBUG if a.reason is SkipReason.REMOVED else logging.INFO
-        log.log(level, "skipped job=%s planned=%s reason=%s", a.job_id, a.planned.isoformat(),
-                a.reason.value, extra=ids(a.job_id))
+        if a.last is None:
+            log.log(level, "skipped job=%s planned=%s reason=%s", a.job_id,
+                    a.planned.isoformat(), a.reason.value, extra=ids(a.job_id))
+        else:  # a run of consecutive planned instants (a misfire set)
+            log.log(level, "skipped job=%s planned=%s..%s count=%s%d reason=%s", a.job_id,
+                    a.planned.isoformat(), a.last.isoformat(),
+                    "" if a.count_exact else ">", a.count, a.reason.value, extra=ids(a.job_id))
         if a.origin in _SCHEDULED:
-            self._cursor(a.job_id, a.planned)
+            self._cursor(a.job_id, a.newest)
         if a.reason is SkipReason.REMOVED and len(self.ahead):
             self.ahead.close_removed(a.job_id, a.planned)
 
@@ -462,14 +467,13 @@ class Firing:
         if job is None or not is_tracked(job) or not self.store.persistent:
             return
         scope = self.node_id if job.mode is Mode.EVERY_INSTANCE else None
-        last = getattr(a, "last", None) or a.planned
-        self.cursors.skip(SkipRun(a.job_id, a.reason.value, a.planned, last,
-                                  getattr(a, "count", 1), self.node_id, scope))
+        self.cursors.skip(SkipRun(a.job_id, a.reason.value, a.planned, a.newest, a.count,
+                                  self.node_id, scope))
 
     def _missed(self, a: Missed) -> None:
         count = str(a.count) if a.count_exact else f"more than {a.count}"
         runs = a.count - a.dropped
-        log.warning("missed job=%s fires=%s newest=%s policy=%s: %s", a.job_id, count,
+        log.info("missed job=%s fires=%s newest=%s policy=%s: %s", a.job_id, count,
                     a.newest.isoformat(), a.policy.value,
                     f"running {runs}, {a.dropped} older dropped" if runs else "skipped",
                     extra=ids(a.job_id))

@@ -4,6 +4,8 @@ instants, never a sleep. ``blocked(overlap=True)`` is the job's own single_insta
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from core_helpers import T0, at, job, of
 
 from cronctl.core import Enqueue, Fire, SchedulerCore, Skip, SkipReason, WaitReason
@@ -59,7 +61,9 @@ def test_deferred_fire_keeps_its_job_in_flight_so_cron_fires_are_skipped() -> No
     assert [f.planned for f in of(core.tick(at(2.5)), Fire)] == [at(1)]
 
 
-def test_deferral_frees_the_group_for_local_waiters_in_order() -> None:
+def test_group_blocked_elsewhere_keeps_its_place_ahead_of_local_waiters() -> None:
+    # FIFO across the group (issue 9 finding 8): the blocked fire is the oldest waiter;
+    # the local waiters would find the same lock held, and stay queued behind it.
     core = SchedulerCore([job("a", every=10, serial_group="g"),
                           job("b", every=10, serial_group="g"),
                           job("c", every=10, serial_group="g")])
@@ -68,10 +72,78 @@ def test_deferral_frees_the_group_for_local_waiters_in_order() -> None:
     [first] = of(d, Fire)
     assert [e.job_id for e in of(d, Enqueue) if e.reason is WaitReason.GROUP] == ["b", "c"]
     d = core.blocked(first.key, at(10), at(10.5), overlap=False)
-    [second] = of(d, Fire)
-    assert second.job_id == "b"  # the next local waiter tries the group now
-    d = core.blocked(second.key, at(10), at(10.5), overlap=False)
-    assert [f.job_id for f in of(d, Fire)] == ["c"]
+    assert of(d, Fire) == [] and core.running == 0 and core.waiting == 2
+    [again] = of(core.tick(at(10.5)), Fire)
+    assert (again.job_id, again.planned, again.occurrence_id) == (
+        "a", at(10), first.occurrence_id)
+    [second] = of(core.on_complete(again.key, OK, None, at(11)), Fire)
+    assert second.job_id == "b"
+    [third] = of(core.on_complete(second.key, OK, None, at(12)), Fire)
+    assert third.job_id == "c"
+
+
+def test_a_newer_fire_of_the_group_queues_behind_a_fire_blocked_elsewhere() -> None:
+    core = SchedulerCore([job("blocker", every=5, serial_group="g"),
+                          job("late", every=5, anchor=at(2), serial_group="g")])
+    core.start(T0)
+    [late] = of(core.tick(at(2)), Fire)
+    core.blocked(late.key, at(2), at(5), overlap=False)
+    # the blocker's instant at 5 pops first (same due time, pushed earlier): it waits
+    d = core.tick(at(5))
+    [again] = of(d, Fire)
+    assert (again.job_id, again.planned) == ("late", at(2))
+    assert [(e.job_id, e.planned, e.reason) for e in of(d, Enqueue)] == [
+        ("blocker", at(5), WaitReason.GROUP)]
+    [blocker] = of(core.on_complete(again.key, OK, None, at(5.2)), Fire)
+    assert (blocker.job_id, blocker.planned) == ("blocker", at(5))
+
+
+def test_an_overlap_block_frees_the_group_for_the_next_waiter() -> None:
+    # blocked by its own job's lock (it runs on another node), a manual fire waits for its
+    # job, not for the group: the group's next waiter goes first
+    core = SchedulerCore([job("solo", every=3600, mode=Mode.SINGLE_INSTANCE, serial_group="g"),
+                          job("b", every=3600, serial_group="g")])
+    core.start(T0)
+    _, d = core.trigger("solo", at(1))
+    [manual] = of(d, Fire)
+    _, d = core.trigger("b", at(1))
+    assert of(d, Enqueue)[0].reason is WaitReason.GROUP
+    [b] = of(core.blocked(manual.key, at(1), at(1.5), overlap=True), Fire)
+    assert b.job_id == "b"
+
+
+def test_group_blocked_elsewhere_longer_than_misfire_threshold_expires() -> None:
+    core = SchedulerCore([job("a", every=3600, serial_group="g",
+                              misfire_threshold=timedelta(seconds=2)),
+                          job("b", every=3600, serial_group="g")])
+    core.start(T0)
+    d = core.tick(at(3600))
+    [a] = of(d, Fire)
+    now = 3600.0
+    for _ in range(10):  # the group stays held on another node
+        core.blocked(a.key, at(now), at(now + 0.5), overlap=False)
+        now += 0.5
+        d = core.tick(at(now))
+        fires = of(d, Fire)
+        if [f.job_id for f in fires] != ["a"]:
+            break
+        a = fires[0]
+    # 2.5 s after it first found the group held: a is skipped (expired), b gets the group
+    assert now == 3602.5
+    assert [(s.job_id, s.planned, s.reason) for s in of(d, Skip)] == [
+        ("a", at(3600), SkipReason.EXPIRED)]
+    assert [f.job_id for f in fires] == ["b"]
+
+
+def test_a_manual_fire_blocked_elsewhere_never_expires() -> None:
+    core = SchedulerCore([job("a", every=3600, serial_group="g",
+                              misfire_threshold=timedelta(seconds=1))])
+    core.start(T0)
+    _, d = core.trigger("a", at(1))
+    [fire] = of(d, Fire)
+    core.blocked(fire.key, at(1), at(5), overlap=False)
+    [again] = of(core.tick(at(5)), Fire)
+    assert again.origin is Origin.MANUAL
 
 
 def test_blocked_unknown_key_is_ignored() -> None:

@@ -153,3 +153,18 @@ def test_ten_thousand_jobs_tick_touches_only_due_entries() -> None:
     assert core.tick(T0 + timedelta(microseconds=1)).actions == ()
     d = core.tick(at(60))
     assert all(f.planned <= at(60) for f in of(d, Fire))
+
+
+def test_release_with_a_reason_reports_the_skip_for_a_scheduled_fire_only() -> None:
+    core = SchedulerCore([job("a")])
+    core.start(T0)
+    [f] = of(core.tick(at(1)), Fire)
+    d = core.release(f.key, at(1), skip=SkipReason.UNRESOLVED_TARGET)
+    assert [(s.planned, s.reason) for s in of(d, Skip)] == [
+        (at(1), SkipReason.UNRESOLVED_TARGET)]
+    assert core.running == 0
+    _, d = core.trigger("a", at(1.5))
+    [manual] = of(d, Fire)
+    # a manual fire's record is its trigger request, not a skip of a planned instant
+    assert of(core.release(manual.key, at(1.5), skip=SkipReason.UNRESOLVED_TARGET), Skip) == []
+    assert [f.planned for f in of(core.tick(at(2)), Fire)] == [at(2)]

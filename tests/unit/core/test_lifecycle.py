@@ -117,3 +117,19 @@ def test_reload_adds_changes_and_removes() -> None:
 def test_disabled_job_never_fires() -> None:
     core = SchedulerCore([job(enabled=False)])
     assert core.start(T0).next_wake is None
+
+
+def test_reload_keeps_an_instant_that_was_due_but_not_ticked_yet() -> None:
+    core = SchedulerCore([job("a")])
+    core.start(T0)
+    [f] = of(core.tick(at(1)), Fire)
+    core.on_complete(f.key, ExecutionStatus.SUCCEEDED, None, at(1.1))
+    # SIGHUP handled just after 2 s was due, before the tick: only the timeout changes
+    core.reload([job("a", timeout=timedelta(seconds=30))], at(2.001))
+    [g] = of(core.tick(at(2.002)), Fire)
+    assert g.planned == at(2)
+    core.on_complete(g.key, ExecutionStatus.SUCCEEDED, None, at(2.1))
+    # a new schedule still starts after now
+    core.reload([job("a", every=10)], at(2.5))
+    assert core.tick(at(9.9)).actions == ()
+    assert [x.planned for x in of(core.tick(at(10)), Fire)] == [at(10)]

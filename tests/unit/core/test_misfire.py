@@ -18,8 +18,11 @@ from cronctl.core import (
     RecoveredExecution,
     SchedulerCore,
     Skip,
+    SkipReason,
 )
 from cronctl.jobs.model import ExecutionStatus, MisfirePolicy, Origin
+
+MISFIRE = SkipReason.MISFIRE
 
 OK = ExecutionStatus.SUCCEEDED
 
@@ -40,30 +43,35 @@ def test_startup_skip_advances_cursor_without_firing() -> None:
     core = SchedulerCore([job(every=60, misfire_policy=MisfirePolicy.SKIP)])
     d = core.start(at(3600), {"j": JobState(cursor=at(0))})
     [missed] = of(d, Missed)
-    # instants 60..3540 are missed; 3600 is on time (not older than misfire_threshold)
-    assert (missed.count, missed.dropped, missed.newest) == (59, 59, at(3540))
-    assert of(d, AdvanceCursor) == [AdvanceCursor("j", at(3540))]
+    # 60..3600 are ONE set; its oldest is late by more than misfire_threshold, so all of
+    # it is missed, 3600 included (SPEC section 4 "Misfires")
+    assert (missed.count, missed.dropped, missed.newest) == (60, 60, at(3600))
+    assert of(d, Skip) == [Skip("j", at(60), Origin.MISFIRE, MISFIRE, at(3600), 60)]
+    assert of(d, AdvanceCursor) == [AdvanceCursor("j", at(3600))]
     assert of(d, Fire) == []
-    assert [f.planned for f in of(core.tick(at(3600)), Fire)] == [at(3600)]
+    assert core.tick(at(3600)).actions == ()
+    assert [f.planned for f in of(core.tick(at(3660)), Fire)] == [at(3660)]
 
 
 def test_startup_fire_now_runs_newest_missed_once() -> None:
     core = SchedulerCore([job(every=60, misfire_policy=MisfirePolicy.FIRE_NOW)])
     d = core.start(at(3630), {"j": JobState(cursor=at(0))})
     [fire] = of(d, Fire)
-    assert (fire.planned, fire.origin) == (at(3540), Origin.MISFIRE)
-    assert of(d, Missed)[0].dropped == 58
+    assert (fire.planned, fire.origin) == (at(3600), Origin.MISFIRE)  # the newest of all
+    assert of(d, Missed)[0].dropped == 59
+    assert of(d, Skip) == [Skip("j", at(60), Origin.MISFIRE, MISFIRE, at(3540), 59)]
 
 
 def test_startup_fire_all_keeps_newest_catchup_limit_oldest_first() -> None:
     core = SchedulerCore([job(every=60, misfire_policy=MisfirePolicy.FIRE_ALL, catchup_limit=5)])
     d = core.start(at(3630), {"j": JobState(cursor=at(0))})
     [missed] = of(d, Missed)
-    assert (missed.count, missed.dropped) == (59, 54)
+    assert (missed.count, missed.dropped) == (60, 55)
+    assert of(d, Skip) == [Skip("j", at(60), Origin.MISFIRE, MISFIRE, at(3300), 55)]
     first = of(d, Fire)
     assert len(first) == 1 and len(of(d, Enqueue)) == 4  # run in sequence, not overlapping
     fires = _drain(core, first, 3631)
-    assert [f.planned for f in fires] == [at(60 * k) for k in range(55, 60)]
+    assert [f.planned for f in fires] == [at(60 * k) for k in range(56, 61)]
     assert all(f.origin is Origin.MISFIRE for f in fires)
 
 
@@ -72,8 +80,11 @@ def test_fire_all_counts_huge_gap_without_listing_it() -> None:
     d = core.start(at(200_000), {"j": JobState(cursor=at(0))})
     [missed] = of(d, Missed)
     assert not missed.count_exact and missed.count >= 100_000
+    [run] = of(d, Skip)  # one action, however many instants
+    assert (run.planned, run.last, run.reason, run.count_exact) == (
+        at(1), at(199_997), MISFIRE, False)
     fires = _drain(core, of(d, Fire), 200_001)
-    assert [f.planned for f in fires] == [at(199_938), at(199_939), at(199_940)]
+    assert [f.planned for f in fires] == [at(199_998), at(199_999), at(200_000)]
 
 
 def test_untracked_jobs_and_memory_store_always_skip_misfires() -> None:
@@ -82,7 +93,7 @@ def test_untracked_jobs_and_memory_store_always_skip_misfires() -> None:
                           (SchedulerCore([job(every=60, misfire_policy=MisfirePolicy.FIRE_NOW)],
                                          durable=False), True)):
         d = core.start(at(3630), {"j": JobState(cursor=at(0))})
-        assert of(d, Fire) == [], tracked
+        assert of(d, Fire) == [] and of(d, Skip) == [], tracked  # nothing recorded
 
 
 def test_runtime_stall_applies_misfire_policy() -> None:
@@ -90,14 +101,14 @@ def test_runtime_stall_applies_misfire_policy() -> None:
     core.start(T0)
     [f] = of(core.tick(at(10)), Fire)
     core.on_complete(f.key, OK, None, at(10.1))
-    # the scheduler thread was stuck for ~5 minutes
+    # the scheduler thread was stuck for ~5 minutes: 20..310 are one missed set
     d = core.tick(at(310.5))
     [missed] = of(d, Missed)
-    assert missed.newest == at(250)  # 260..310 are late by less than 60 s
-    fires = of(d, Fire)
-    assert (fires[0].planned, fires[0].origin) == (at(250), Origin.MISFIRE)
-    # the on-time fires that follow are skipped by overlap with the misfire run
-    assert all(s.planned > at(250) for s in of(d, Skip))
+    assert (missed.count, missed.newest) == (30, at(310))
+    [fire] = of(d, Fire)
+    assert (fire.planned, fire.origin) == (at(310), Origin.MISFIRE)
+    assert of(d, Skip) == [Skip("j", at(20), Origin.MISFIRE, MISFIRE, at(300), 29)]
+    assert d.next_wake == at(320)
 
 
 def test_recovery_runs_before_misfire_policy() -> None:
@@ -112,10 +123,10 @@ def test_recovery_runs_before_misfire_policy() -> None:
     [first] = of(d, Fire)
     assert (first.planned, first.attempt, first.recovered_from) == (at(120), 2, 7)
     # the misfire fire waits for the recovered occurrence (no overlap), and the missed
-    # range starts after the recovered instant
-    assert of(d, Missed)[0].count == len(range(180, 3540 + 1, 60))
+    # set starts after the recovered instant
+    assert of(d, Missed)[0].count == len(range(180, 3600 + 1, 60))
     [late] = of(core.on_complete(first.key, OK, None, at(3631)), Fire)
-    assert (late.planned, late.origin) == (at(3540), Origin.MISFIRE)
+    assert (late.planned, late.origin) == (at(3600), Origin.MISFIRE)
 
 
 def test_recovery_of_exhausted_running_attempt_is_dead_letter_but_pending_reruns() -> None:

@@ -4,17 +4,22 @@ covers the instants that could not start, from the oldest of them."""
 
 from __future__ import annotations
 
+import collections
 from datetime import timedelta
 
-from core_helpers import T0, at, job, of
+from core_helpers import T0, at, job, of, skipped_instants
 
 from cronctl.core import (
     AdvanceCursor,
+    Decision,
     Fire,
     Missed,
     Retry,
     SchedulerCore,
+    Skip,
+    SkipReason,
     needs_store,
+    schedule_for,
 )
 from cronctl.jobs.model import ExecutionStatus, MisfirePolicy, Mode, Origin
 
@@ -67,15 +72,16 @@ def test_fire_now_runs_the_newest_missed_once_when_the_store_is_back() -> None:
     d = core.store_back(at(20.2))
     assert not core.store_down
     [missed] = of(d, Missed)
-    # 6..17 are late by more than 3 s: missed; 18..20 are merely late
-    assert (missed.count, missed.dropped, missed.newest) == (12, 11, at(17))
+    # 6..20 are one set; its oldest is late by more than 3 s: all of it is missed
+    assert (missed.count, missed.dropped, missed.newest) == (15, 14, at(20))
+    assert of(d, Skip) == [Skip("t", at(6), Origin.MISFIRE, SkipReason.MISFIRE, at(19), 14)]
     [catch_up] = of(d, Fire)
-    assert (catch_up.planned, catch_up.origin, catch_up.attempt) == (at(17), Origin.MISFIRE, 1)
+    assert (catch_up.planned, catch_up.origin, catch_up.attempt) == (at(20), Origin.MISFIRE, 1)
     after = _drain(core, [catch_up], 20.3) + _run(core, 21, 23)
     planned = [f.planned for f in after if f.job_id == "t"]
-    assert len(planned) == len(set(planned)) and at(17) in planned
+    assert len(planned) == len(set(planned)) and at(20) in planned
     assert not set(planned) & {f.planned for f in before}
-    assert all(p >= at(17) for p in planned)
+    assert all(p >= at(20) for p in planned)
 
 
 def test_fire_all_runs_every_missed_instant_oldest_first_without_repeats() -> None:
@@ -84,26 +90,26 @@ def test_fire_all_runs_every_missed_instant_oldest_first_without_repeats() -> No
     assert of(d, Missed)[0].dropped == 0
     fires = _drain(core, [f for f in of(d, Fire)], 20.3)
     catch_up = [f.planned for f in fires if f.origin is Origin.MISFIRE]
-    assert catch_up == [at(s) for s in range(6, 18)]  # 6..17, oldest first, each once
+    assert catch_up == [at(s) for s in range(6, 21)]  # 6..20, oldest first, each once
 
 
 def test_fire_all_keeps_the_newest_catchup_limit() -> None:
     core, _ = _outage(MisfirePolicy.FIRE_ALL, catchup_limit=4)
     d = core.store_back(at(20.2))
-    assert of(d, Missed)[0].dropped == 8
+    assert of(d, Missed)[0].dropped == 11
     fires = _drain(core, of(d, Fire), 20.3)
     assert [f.planned for f in fires if f.origin is Origin.MISFIRE] == [
-        at(14), at(15), at(16), at(17)]
+        at(17), at(18), at(19), at(20)]
 
 
 def test_skip_advances_the_cursor_and_resumes_on_time() -> None:
     core, _ = _outage(MisfirePolicy.SKIP)
     d = core.store_back(at(20.2))
-    assert of(d, Fire) == [] and of(d, AdvanceCursor) == [AdvanceCursor("t", at(17))]
-    # the late ones (18..20) and the next on-time one fire as cron, never a handled one
+    assert of(d, Fire) == [] and of(d, AdvanceCursor) == [AdvanceCursor("t", at(20))]
+    # the next on-time ones fire as cron, never a handled one
     later = [f for f in _run(core, 21, 22) if f.job_id == "t"]
-    assert [f.origin for f in later] == [Origin.CRON] * len(later)
-    assert all(f.planned > at(17) for f in later)
+    assert [f.origin for f in later] == [Origin.CRON] * len(later) and later
+    assert all(f.planned > at(20) for f in later)
 
 
 def test_a_retry_due_during_the_outage_is_held_and_runs_when_the_store_is_back() -> None:
@@ -126,3 +132,50 @@ def test_single_instance_jobs_need_the_store_even_untracked() -> None:
     assert needs_store(job(mode=Mode.SINGLE_INSTANCE, tracked=False))
     assert needs_store(job())
     assert not needs_store(job(tracked=False))
+
+
+def test_every_instant_of_an_outage_is_accounted_for_exactly_once() -> None:
+    """A per-second job whose runs take 2.5 s (overlap skips), the store down from 6 s to
+    20.2 s: each planned instant ends as one started fire or inside one skip, never both,
+    never twice, none forgotten (the skip ledger of SPEC section 4)."""
+    j = job("t", misfire_policy=MisfirePolicy.FIRE_ALL, catchup_limit=4,
+            misfire_threshold=3 * SECOND)
+    core = SchedulerCore([j])
+    core.start(T0)
+    running: dict[int, int] = {}  # key -> end (ms)
+    started: list[Fire] = []
+    skips: list[Skip] = []
+    down = False
+
+    def handle(d: Decision, t: int) -> None:
+        for a in d.actions:
+            if isinstance(a, Skip):
+                skips.append(a)
+            elif isinstance(a, Fire):
+                if down:
+                    handle(core.unavailable(a.key, at(t / 1000)), t)
+                else:
+                    started.append(a)
+                    running[a.key] = t + 2500
+
+    for t in range(0, 30_001, 100):
+        now = at(t / 1000)
+        for key, end in list(running.items()):
+            if end <= t:
+                del running[key]
+                handle(core.on_complete(key, OK, None, now), t)
+        if t == 6000:
+            down = True
+        if t == 20_200:
+            down = False
+            handle(core.store_back(now), t)
+        wake = core.next_wake()
+        if wake is not None and wake <= now:
+            handle(core.tick(now), t)
+    ran = [f.planned for f in started if f.attempt == 1]
+    counts = collections.Counter(ran + skipped_instants(skips, schedule_for(j)))
+    assert [p for p, n in counts.items() if n > 1] == []
+    assert [at(s) for s in range(1, 28) if counts[at(s)] != 1] == []
+    catch_up = [f.planned for f in started if f.origin is Origin.MISFIRE]
+    assert catch_up == [at(s) for s in range(17, 21)]  # the newest 4 of the set 8..20
+    assert {s.reason for s in skips} == {SkipReason.OVERLAP, SkipReason.MISFIRE}

@@ -1,0 +1,185 @@
+"""SPEC section 4 "Misfires": the instants after the cursor up to now are ONE set, and
+every instant of it that does not fire is reported as a compact skip run (``misfire``).
+Issue 9 finding 4 is the regression: a per-second job with no scheduler for 120 s."""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+from core_helpers import T0, at, job, of
+
+from cronctl.core import (
+    AdvanceCursor,
+    Decision,
+    Enqueue,
+    Fire,
+    JobState,
+    Missed,
+    SchedulerCore,
+    Skip,
+    SkipReason,
+    WaitReason,
+    jitter_offset,
+)
+from cronctl.jobs.model import ExecutionStatus, MisfirePolicy, Origin, OverlapPolicy
+from cronctl.store.ids import occurrence_id
+
+OK = ExecutionStatus.SUCCEEDED
+MISFIRE = SkipReason.MISFIRE
+DOWN = {"j": JobState(cursor=T0)}  # handled up to T0; no scheduler ran since
+
+
+def _serially(core: SchedulerCore, d: Decision, now_s: float) -> list[Fire]:
+    """Run the fires of ``d`` one after another, each ending 0.1 s after it starts, ticking
+    the clock on as they go; returns them in start order with the skips seen meanwhile."""
+    started: list[Fire] = []
+    todo = of(d, Fire)
+    t = now_s
+    while todo:
+        f = todo.pop(0)
+        started.append(f)
+        t += 0.1
+        todo += of(core.on_complete(f.key, OK, None, at(t)), Fire)
+    return started
+
+
+def test_fire_all_runs_the_newest_catchup_limit_just_before_now_finding_4() -> None:
+    core = SchedulerCore([job(every=1, misfire_policy=MisfirePolicy.FIRE_ALL, catchup_limit=5)])
+    d = core.start(at(120.4), DOWN)
+    [missed] = of(d, Missed)
+    assert (missed.count, missed.dropped, missed.newest) == (120, 115, at(120))
+    assert of(d, Skip) == [Skip("j", at(1), Origin.MISFIRE, MISFIRE, at(115), 115)]
+    fires = _serially(core, d, 120.4)
+    assert [f.planned for f in fires] == [at(s) for s in range(116, 121)]  # oldest first
+    assert {f.origin for f in fires} == {Origin.MISFIRE}
+    # nothing older fires later, nor is anything of the set dropped as overlap
+    d = core.tick(at(121))
+    assert [f.planned for f in of(d, Fire)] == [at(121)] and of(d, Skip) == []
+
+
+def test_a_catch_up_fire_never_drops_the_next_one_as_overlap() -> None:
+    core = SchedulerCore([job(every=1, misfire_policy=MisfirePolicy.FIRE_ALL, catchup_limit=5)])
+    d = core.start(at(120.4), DOWN)
+    [first] = of(d, Fire)
+    assert [(e.planned, e.reason) for e in of(d, Enqueue)] == [
+        (at(s), WaitReason.JOB) for s in range(117, 121)]
+    # the catch-up runs 3 s: on-time instants meanwhile are overlap skips, the queued
+    # catch-up fires are not
+    d = core.tick(at(123))
+    assert [(s.planned, s.reason) for s in of(d, Skip)] == [
+        (at(121), SkipReason.OVERLAP), (at(122), SkipReason.OVERLAP),
+        (at(123), SkipReason.OVERLAP)]
+    rest = _serially(core, core.on_complete(first.key, OK, None, at(123.4)), 123.4)
+    assert [f.planned for f in rest] == [at(s) for s in range(117, 121)]
+
+
+def test_skip_fires_nothing_of_the_set_not_one_late_fire_finding_4() -> None:
+    core = SchedulerCore([job(every=1, misfire_policy=MisfirePolicy.SKIP)])
+    d = core.start(at(120.4), DOWN)
+    assert of(d, Fire) == []
+    assert of(d, Skip) == [Skip("j", at(1), Origin.MISFIRE, MISFIRE, at(120), 120)]
+    assert of(d, AdvanceCursor) == [AdvanceCursor("j", at(120))]
+    assert core.tick(at(120.5)).actions == ()  # no fire 59.6 s late
+    [f] = of(core.tick(at(121)), Fire)
+    assert (f.planned, f.origin) == (at(121), Origin.CRON)
+
+
+def test_fire_now_runs_the_newest_instant_not_one_a_minute_old_finding_4() -> None:
+    core = SchedulerCore([job(every=1, misfire_policy=MisfirePolicy.FIRE_NOW)])
+    d = core.start(at(120.4), DOWN)
+    [f] = of(d, Fire)
+    assert (f.planned, f.origin, f.attempt) == (at(120), Origin.MISFIRE, 1)
+    assert of(d, Skip) == [Skip("j", at(1), Origin.MISFIRE, MISFIRE, at(119), 119)]
+    assert of(d, Missed)[0].dropped == 119
+
+
+def test_a_set_whose_oldest_is_late_by_at_most_the_threshold_fires_late_oldest_first() -> None:
+    for policy in MisfirePolicy:
+        core = SchedulerCore([job(every=1, misfire_policy=policy,
+                                  overlap_policy=OverlapPolicy.ALLOW)],
+                             max_concurrent_jobs=100)
+        d = core.start(at(60), DOWN)  # the oldest (1) is 59 s late: nothing was missed
+        assert d.actions == () and d.next_wake == at(1), policy
+        fires = of(core.tick(at(60)), Fire)
+        assert [f.planned for f in fires] == [at(s) for s in range(1, 61)], policy
+        assert {f.origin for f in fires} == {Origin.CRON}
+
+
+def test_overlap_applies_to_a_set_that_was_not_missed() -> None:
+    core = SchedulerCore([job(every=1, misfire_policy=MisfirePolicy.FIRE_ALL)])
+    core.start(at(30), DOWN)
+    d = core.tick(at(30))
+    assert [f.planned for f in of(d, Fire)] == [at(1)]
+    assert [(s.planned, s.reason) for s in of(d, Skip)] == [
+        (at(s), SkipReason.OVERLAP) for s in range(2, 31)]
+
+
+def test_the_threshold_is_inclusive_and_measured_on_the_oldest_instant() -> None:
+    threshold = timedelta(seconds=10)
+    on_edge = SchedulerCore([job(every=1, misfire_threshold=threshold,
+                                 misfire_policy=MisfirePolicy.FIRE_NOW)])
+    assert of(on_edge.start(at(11), DOWN), Missed) == []  # 1 is exactly 10 s late
+    past = SchedulerCore([job(every=1, misfire_threshold=threshold,
+                              misfire_policy=MisfirePolicy.FIRE_NOW)])
+    d = past.start(at(11) + timedelta(microseconds=1), DOWN)
+    assert [f.planned for f in of(d, Fire)] == [at(11)]  # the whole set: newest is 11
+
+
+def test_twelve_days_of_per_second_instants_stay_one_bounded_action() -> None:
+    now = T0 + timedelta(days=12)
+    for policy, runs in ((MisfirePolicy.SKIP, 0), (MisfirePolicy.FIRE_ALL, 5),
+                         (MisfirePolicy.FIRE_NOW, 1)):
+        core = SchedulerCore([job(every=1, misfire_policy=policy, catchup_limit=5)])
+        began = time.perf_counter()
+        d = core.start(now, DOWN)
+        assert time.perf_counter() - began < 5  # counted up to a cap, never listed
+        [run] = of(d, Skip)
+        assert (run.planned, run.last, run.reason) == (
+            at(1), now - timedelta(seconds=runs), MISFIRE), policy
+        assert not run.count_exact and run.count >= 100_000 - runs
+        assert of(d, Missed)[0].count >= 100_000
+        assert [f.planned for f in of(d, Fire)] == [now - timedelta(seconds=runs - 1)][:runs]
+        assert len(d.actions) <= 3 + runs  # Missed, the run, a cursor, the fires/enqueues
+
+
+def test_a_paused_job_reports_its_catch_up_instants_as_one_paused_run() -> None:
+    core = SchedulerCore([job(every=1, misfire_policy=MisfirePolicy.FIRE_ALL, catchup_limit=5)])
+    d = core.start(at(120.4), {"j": JobState(cursor=T0, paused=True)})
+    assert of(d, Fire) == []
+    assert of(d, Skip) == [Skip("j", at(1), Origin.MISFIRE, MISFIRE, at(115), 115),
+                           Skip("j", at(116), Origin.MISFIRE, SkipReason.PAUSED, at(120), 5)]
+
+
+def test_a_set_of_one_is_a_single_skip() -> None:
+    core = SchedulerCore([job(every=60, misfire_policy=MisfirePolicy.FIRE_NOW)])
+    d = core.start(at(170), DOWN)  # 60 is missed, and so is 120 with it
+    assert of(d, Skip) == [Skip("j", at(60), Origin.MISFIRE, MISFIRE)]
+    assert [f.planned for f in of(d, Fire)] == [at(120)]
+
+
+def test_jitter_counts_in_the_lateness_of_the_oldest() -> None:
+    # late = now - due, due = planned + the occurrence's jitter (as for every fire)
+    j = job(every=3600, jitter=timedelta(minutes=50), misfire_policy=MisfirePolicy.SKIP)
+    due = at(3600) + jitter_offset(occurrence_id("j", at(3600)), j.jitter)
+    assert due - at(3600) > timedelta(seconds=60)  # (this instant's jitter is large)
+    core = SchedulerCore([j])
+    d = core.start(due + timedelta(seconds=60), DOWN)
+    assert of(d, Missed) == [] and d.next_wake == due  # not missed: fires, late
+    core = SchedulerCore([j])
+    d = core.start(due + timedelta(seconds=61), DOWN)
+    assert of(d, Skip) == [Skip("j", at(3600), Origin.MISFIRE, MISFIRE)]
+
+
+def test_untracked_and_memory_store_skip_silently_also_after_a_stall() -> None:
+    for core in (SchedulerCore([job(every=1, tracked=False,
+                                    misfire_policy=MisfirePolicy.FIRE_ALL)]),
+                 SchedulerCore([job(every=1, misfire_policy=MisfirePolicy.FIRE_ALL)],
+                               durable=False)):
+        core.start(T0)
+        [f] = of(core.tick(at(1)), Fire)
+        core.on_complete(f.key, OK, None, at(1.1))
+        d = core.tick(at(200))  # the scheduler thread stalled
+        assert of(d, Fire) == [] and of(d, Skip) == []
+        assert [(m.policy, m.count) for m in of(d, Missed)] == [(MisfirePolicy.SKIP, 199)]
+        assert [f.planned for f in of(core.tick(at(201)), Fire)] == [at(201)]
