@@ -35,12 +35,15 @@ def _globals(
                      "/etc/cronctl/cronctl.toml)."),
     ] = None,
     database: Annotated[
-        str | None, typer.Option("--database", help="Database URL, or 'none' for memory.")
+        str | None, typer.Option("--database", help="Database URL, or 'none' (state kept "
+                                 "in a temporary file, gone at exit).")
     ] = None,
     jobs_dir: Annotated[
         Path | None, typer.Option("--jobs-dir", help="Directory of *.toml job files.")
     ] = None,
-    verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, help="More output.")] = 0,
+    verbose: Annotated[int, typer.Option(
+        "--verbose", "-v", count=True, metavar="", show_default=False,
+        help="More output (run: DEBUG log lines); repeat for more.")] = 0,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Less output.")] = False,
     no_color: Annotated[bool, typer.Option("--no-color", help="No colours.")] = False,
 ) -> None:
@@ -107,10 +110,11 @@ def _global_params() -> list[typer.core.TyperOption]:
     return [
         option("--config", "-c", "config", type=str, metavar="PATH", help="Config file."),
         option("--database", "database", type=str, metavar="URL",
-               help="Database URL, or 'none' for memory."),
+               help="Database URL, or 'none' (nothing kept after exit)."),
         option("--jobs-dir", "jobs_dir", type=str, metavar="PATH",
                help="Directory of *.toml job files."),
-        option("--verbose", "-v", "verbose", count=True, default=0, help="More output."),
+        option("--verbose", "-v", "verbose", count=True, default=0, metavar="",
+               show_default=False, help="More output (run: DEBUG log lines)."),
         option("--quiet", "-q", "quiet", is_flag=True, default=False, help="Less output."),
         option("--no-color", "no_color", is_flag=True, default=False, help="No colours."),
     ]
@@ -126,11 +130,58 @@ def _add_global_options(command: Any) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the app, turning user errors into one line and an exit code."""
+    errors = _click_errors()
     _register_commands()
     command = typer.main.get_command(app)
     _add_global_options(command)
     try:
-        command.main(args=argv, standalone_mode=True)
+        code = command.main(args=argv, standalone_mode=False)
     except CronctlError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(exc.exit_code) from None
+    except errors.UsageError as exc:
+        print(f"error: {_usage_message(exc, errors)}", file=sys.stderr)
+        raise SystemExit(exc.exit_code) from None
+    except errors.ClickException as exc:
+        print(f"error: {' '.join(exc.format_message().split())}", file=sys.stderr)
+        raise SystemExit(exc.exit_code) from None
+    except errors.Abort:
+        print("error: aborted", file=sys.stderr)
+        raise SystemExit(1) from None
+    raise SystemExit(code if isinstance(code, int) else 0)
+
+
+def _click_errors() -> Any:
+    """The exceptions module of the click typer parses with (typer 0.28 vendors its own)."""
+    import typer.core
+
+    vendored = getattr(typer.core, "_click", None)
+    if vendored is not None:
+        return vendored.exceptions
+    import click
+
+    return click.exceptions
+
+
+def _usage_message(exc: Any, errors: Any) -> str:
+    """A usage error on one line, with the help to read. An unknown option suggests only
+    options that are really close (click's default cutoff offers --verbose for --bogus)."""
+    import difflib
+
+    text = exc.format_message()
+    if isinstance(exc, errors.NoSuchOption):
+        close = difflib.get_close_matches(exc.option_name, exc.possibilities or [], n=3,
+                                          cutoff=0.75)
+        text = f"no such option: {exc.option_name}"
+        if close:
+            text += f" (did you mean {' or '.join(close)}?)"
+    elif text.startswith("No such command") and exc.ctx is not None:
+        name = text.split("'")[1] if text.count("'") >= 2 else ""
+        known = exc.ctx.command.list_commands(exc.ctx)
+        close = [c for c in known if name and c.startswith(name)] or (
+            difflib.get_close_matches(name, known, n=3, cutoff=0.75))
+        text = f"no such command: {name}"
+        if close:
+            text += f" (did you mean {' or '.join(close)}?)"
+    where = exc.ctx.command_path if exc.ctx is not None else "cronctl"
+    return f"{' '.join(text.split()).rstrip('.')}; see '{where} --help'"

@@ -1,8 +1,11 @@
-"""``cronctl logs EXECUTION_ID | --job JOB [-f] [-n N]``: an execution's job log.
+"""``cronctl logs EXECUTION_ID | --job JOB [-f] [-n N]``: job log lines.
 
-Lines are written by the scheduler every ``progress_flush_interval`` and when the
-execution ends, so ``-f`` shows them in batches; it stops once the execution is final
-and its last lines have been read.
+``EXECUTION_ID`` shows that execution's lines. ``--job JOB`` shows the lines of the job's
+recent executions (oldest first, each line with its execution id), like ``journalctl
+-u``; with ``-f`` it keeps printing the lines of the executions that follow, until
+interrupted. Lines are written by the scheduler every ``progress_flush_interval`` and
+when the execution ends, so ``-f`` shows them in batches; on one execution it stops once
+that execution is final and its last lines have been read.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ if TYPE_CHECKING:
     from cronctl.store.base import ExecutionRecord, LogLine, Store
 
 FOLLOW_INTERVAL = 0.5
+JOB_EXECUTIONS = 20  # --job without -n: the lines of this many newest executions
 
 
 def resolve_target(
@@ -60,7 +64,8 @@ def logs(
     execution_id: Annotated[int | None, typer.Argument(
         help="The execution (see 'cronctl history').")] = None,
     job: Annotated[str | None, typer.Option(
-        "--job", help="The newest execution of this job.")] = None,
+        "--job", help=f"The lines of this job's newest {JOB_EXECUTIONS} executions (with -n: "
+        "its last N lines; with -f: and of the executions that follow).")] = None,
     follow: Annotated[bool, typer.Option(
         "--follow", "-f", help="Keep printing new lines until the execution ends.")] = False,
     lines: Annotated[int | None, typer.Option(
@@ -71,6 +76,15 @@ def logs(
     """Show an execution's job log lines."""
     options = global_options(ctx)
     config, store = open_state(options)
+    if job is not None and execution_id is None:
+        try:
+            _job_logs(config, store, job, lines, follow, as_json)
+        except KeyboardInterrupt:
+            raise typer.Exit(130) from None
+        finally:
+            if store is not None:
+                store.close()
+        return
     try:
         record = resolve_target(config, store, execution_id, job)
         assert store is not None  # an execution was found, so there is a store
@@ -92,6 +106,38 @@ def logs(
     if as_json:
         typer.echo(json.dumps({"execution": execution_json(record),
                                "lines": [line_json(x) for x in collected]}, indent=2))
+
+
+def _job_logs(config: Config, store: Store | None, job: str, lines: int | None,
+              follow: bool, as_json: bool) -> None:
+    newest = resolve_target(config, store, None, job)
+    assert store is not None
+    wanted = JOB_EXECUTIONS if lines is None else max(lines, 1)
+    records = list(reversed(store.list_executions(job_id=job, limit=wanted)))
+    tagged = [(r, line) for r in records for line in store.read_logs(r.id)]
+    if lines is not None:
+        tagged = tagged[-lines:] if lines else []
+    if as_json:
+        typer.echo(json.dumps({
+            "execution": execution_json(newest),
+            "executions": [execution_json(r) for r in records],
+            "lines": [{**line_json(line), "execution_id": r.id} for r, line in tagged],
+        }, indent=2))
+        return
+    for r, line in tagged:
+        typer.echo(f"[{r.id}] {format_line(line)}")
+    if not follow:
+        return
+    seen = {r.id: (max((ln.seq for rr, ln in tagged if rr.id == r.id), default=0))
+            for r in records}
+    while True:  # until interrupted: new executions of the job are followed too
+        time.sleep(FOLLOW_INTERVAL)
+        for r in reversed(store.list_executions(job_id=job, limit=JOB_EXECUTIONS)):
+            after = seen.get(r.id, 0)
+            for line in store.read_logs(r.id, after_seq=after):
+                typer.echo(f"[{r.id}] {format_line(line)}")
+                after = line.seq
+            seen[r.id] = after
 
 
 def _last_seq(store: Store, execution_id: int) -> int:

@@ -172,13 +172,15 @@ def _local_text(local: datetime) -> str:
     return local.isoformat(sep=" ")
 
 
-def render_plain(target: NextTarget, start: datetime, rows: Sequence[FireRow]) -> str:
-    """Aligned plain text, for pipes and files."""
+def render_plain(target: NextTarget, start: datetime, rows: Sequence[FireRow],
+                 now: datetime | None = None) -> str:
+    """Aligned plain text, for pipes and files. "in 3h 2m" counts from ``now`` (default
+    ``start``), also when ``--from`` moved the search elsewhere."""
     out = [f"{key + ':':<12}{value}" for key, value in _header(target)]
     if not rows:
         out.append("no fire within 4 years")
         return "\n".join(out)
-    table = [(_local_text(r.local), iso_z(r.utc), _relative(r.utc, start), r.note or "")
+    table = [(_local_text(r.local), iso_z(r.utc), _relative(r.utc, now or start), r.note or "")
              for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(3)]
     out.append("")
@@ -188,7 +190,7 @@ def render_plain(target: NextTarget, start: datetime, rows: Sequence[FireRow]) -
     return "\n".join(out)
 
 
-def _render_rich(target: NextTarget, start: datetime, rows: Sequence[FireRow],
+def _render_rich(target: NextTarget, start: datetime, rows: Sequence[FireRow], now: datetime,
                  color: bool) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -208,7 +210,7 @@ def _render_rich(target: NextTarget, start: datetime, rows: Sequence[FireRow],
     table.add_column("DST")
     for number, row in enumerate(rows, start=1):
         table.add_row(str(number), _local_text(row.local), iso_z(row.utc),
-                      _relative(row.utc, start), row.note or "")
+                      _relative(row.utc, now), row.note or "")
     console.print(table)
 
 
@@ -254,9 +256,9 @@ def next_command(
 
         typer.echo(json.dumps(to_json(target, begin, rows), indent=2))
     elif sys.stdout.isatty():
-        _render_rich(target, begin, rows, options.color)
+        _render_rich(target, begin, rows, now, options.color)
     else:
-        typer.echo(render_plain(target, begin, rows))
+        typer.echo(render_plain(target, begin, rows, now))
 
 
 def register(app: typer.Typer) -> None:

@@ -33,8 +33,19 @@ class NoScheduler(CronctlError):
     exit_code = 1
 
 
-def _emit(as_json: bool, document: dict[str, Any], text: str) -> None:
-    typer.echo(json.dumps(document) if as_json else text)
+class _Emit:
+    """One JSON document with ``--json``; else one line, which ``--quiet`` silences (the
+    exit code still tells)."""
+
+    def __init__(self, as_json: bool, quiet: bool) -> None:
+        self.as_json = as_json
+        self.quiet = quiet
+
+    def __call__(self, document: dict[str, Any], text: str) -> None:
+        if self.as_json:
+            typer.echo(json.dumps(document))
+        elif not self.quiet:
+            typer.echo(text)
 
 
 def trigger(
@@ -52,14 +63,15 @@ def trigger(
     options = global_options(ctx)
     config = load_config(options)
     definition = find_job(config.job_settings, job)  # NotFoundError: exit 3
+    emit = _Emit(as_json, options.quiet)
     if here:
-        _here(config, definition, as_json)
+        _here(config, definition, emit)
         return
     config, store = open_state(options)
     if store is None:
         raise NoScheduler(_no_scheduler(config))
     try:
-        _queue(config, store, definition, wait, as_json)
+        _queue(config, store, definition, wait, emit)
     finally:
         store.close()
 
@@ -69,7 +81,7 @@ def _no_scheduler(config: Config) -> str:
             "'cronctl run', or run it in this process with 'cronctl trigger --here'")
 
 
-def _here(config: Config, job: JobDefinition, as_json: bool) -> None:
+def _here(config: Config, job: JobDefinition, emit: _Emit) -> None:
     from cronctl.runtime.logsetup import configure_logging
     from cronctl.runtime.oneshot import run_here
     from cronctl.store import open_store
@@ -85,13 +97,13 @@ def _here(config: Config, job: JobDefinition, as_json: bool) -> None:
            "status": result.status.value, "error": result.error}
     exec_text = f"execution {result.execution_id}" if result.execution_id else "untracked"
     error = f": {result.error}" if result.error else ""
-    _emit(as_json, doc, f"job {job.id}: {result.status.value} ({exec_text}, attempt "
+    emit(doc, f"job {job.id}: {result.status.value} ({exec_text}, attempt "
                         f"{result.attempt}){error}")
     if result.status.value != "succeeded":
         raise typer.Exit(1)
 
 
-def _queue(config: Config, store: Store, job: JobDefinition, wait: bool, as_json: bool) -> None:
+def _queue(config: Config, store: Store, job: JobDefinition, wait: bool, emit: _Emit) -> None:
     from cronctl.jobs.model import Origin
 
     now = datetime.now(UTC)
@@ -99,16 +111,21 @@ def _queue(config: Config, store: Store, job: JobDefinition, wait: bool, as_json
         raise NoScheduler(_no_scheduler(config))
     request_id = store.enqueue_trigger(job.id, Origin.MANUAL, now=now)
     assert request_id is not None
-    if not wait:
-        _emit(as_json, {"job": job.id, "request": request_id, "queued": True},
-              f"queued: job {job.id} (request {request_id}); a running scheduler starts it "
-              "within a second")
-        return
     execution_id = _wait_taken(store, request_id, job.id)
+    if not wait:
+        # The execution id is what `cronctl logs` and `cronctl cancel` take: wait the
+        # second it takes a scheduler to start it, and print that.
+        started = store.get_execution(execution_id)
+        node = f" on node {started.node_id}" if started is not None else ""
+        emit({"job": job.id, "request": request_id, "queued": True,
+              "execution_id": execution_id},
+             f"started: job {job.id}, execution {execution_id}{node} "
+             f"(follow it: cronctl logs -f {execution_id})")
+        return
     record = _wait_final(store, job, execution_id)
     doc = {"job": job.id, "request": request_id, "execution": execution_json(record)}
     error = f": {record.error}" if record.error else ""
-    _emit(as_json, doc, f"job {job.id}: {record.status.value} (execution {record.id}, "
+    emit(doc, f"job {job.id}: {record.status.value} (execution {record.id}, "
                         f"attempt {record.attempt}, node {record.node_id}){error}")
     if record.status.value != "succeeded":
         raise typer.Exit(1)

@@ -31,6 +31,7 @@ from cronctl.core.misfires import decide
 from cronctl.core.state import Job as _Job
 from cronctl.core.state import Pending as _Pending
 from cronctl.core.timing import OccurrenceIds, ScheduleLike, jitter_offset, schedule_for
+from cronctl.durations import format_duration
 from cronctl.errors import NotFoundError
 from cronctl.jobs.model import (
     ExecutionStatus,
@@ -383,7 +384,9 @@ class SchedulerCore(Guards):
             return
         out.append(Abandon(key, act.p.js.job.id))
         limit = act.p.js.job.timeout
-        self._ended(act, ExecutionStatus.ABANDONED, f"timed out after {limit}", now, out)
+        assert limit is not None  # only attempts of jobs with a timeout get a deadline
+        self._ended(act, ExecutionStatus.ABANDONED, f"timed out after {format_duration(limit)}",
+                    now, out)
 
     # --- misfires and recovery -----------------------------------------------------------
 

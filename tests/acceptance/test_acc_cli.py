@@ -158,7 +158,9 @@ def test_next_plain_output(run: Run) -> None:
     assert result.rc == 0
     assert "2026-03-08T07:00:00Z" in result.out and "03:00:00" in result.out
     assert "At 02:30:00, every day" in result.out
-    assert "in 19h" in result.out                      # "in 3h 2m" style
+    assert " ago" in result.out   # "3h 2m ago" style, counted from now, not from --from
+    soon = run("next", "0 30 2 * * *", "-n", "1")
+    assert soon.rc == 0 and " in " in soon.out       # "in 3h 2m" style
     assert "02:30" in result.out and "not exist" in result.out  # the DST note
 
 

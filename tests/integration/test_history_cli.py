@@ -221,14 +221,20 @@ def test_logs_json_and_plain(env: Env) -> None:
     assert [x["seq"] for x in tail["lines"]] == [2, 3]  # type: ignore[index]
 
 
-def test_logs_of_a_job_shows_its_newest_execution(env: Env) -> None:
+def test_logs_of_a_job_shows_its_recent_executions_oldest_first(env: Env) -> None:
     old = env.execution("backup", 50, ExecutionStatus.SUCCEEDED)
     new = env.execution("backup", 5, ExecutionStatus.SUCCEEDED)
     add_lines(env.store, old, "old")
     add_lines(env.store, new, "new")
     run = env.cli("logs", "--job", "backup", "--json")
-    assert run.json()["execution"]["id"] == new  # type: ignore[index]
-    assert [x["message"] for x in run.json()["lines"]] == ["new"]  # type: ignore[index]
+    doc = run.json()
+    assert doc["execution"]["id"] == new  # type: ignore[index]
+    assert [(x["execution_id"], x["message"]) for x in doc["lines"]] == [  # type: ignore[index]
+        (old, "old"), (new, "new")]
+    text = env.cli("logs", "--job", "backup")
+    assert text.stdout.splitlines()[0].startswith(f"[{old}] ") and "new" in text.stdout
+    last = env.cli("logs", "--job", "backup", "-n", "1", "--json").json()
+    assert [x["message"] for x in last["lines"]] == ["new"]  # type: ignore[index]
 
 
 def test_logs_exit_codes(env: Env) -> None:

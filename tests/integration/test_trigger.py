@@ -47,14 +47,20 @@ def test_trigger_wait_runs_on_the_live_scheduler(project: Project) -> None:
         final = json.loads(failed.stdout)["execution"]
         assert (final["status"], final["attempt"]) == ("dead_letter", 2)
         queued = project.cli("trigger", "daily")
-        assert queued.returncode == 0 and "queued" in queued.stdout
-        assert run.wait_for(lambda t: t.count("finished job=daily") == 2), run.text()
+        assert queued.returncode == 0 and "started: job daily, execution" in queued.stdout
+        started = json.loads(project.cli("trigger", "daily", "--json").stdout)
+        assert isinstance(started["execution_id"], int)
+        quiet = project.cli("-q", "trigger", "daily")
+        assert quiet.returncode == 0 and quiet.stdout == ""
+        assert run.wait_for(lambda t: t.count("finished job=daily") == 4), run.text()
+        log = project.cli("logs", str(started["execution_id"]))
+        assert log.returncode == 0 and "hello from daily" in log.stdout
     finally:
         assert run.stop() == 0
     store = open_sqlite(project)
     try:
         rows = store.list_executions(job_id="daily", limit=None)
-        assert len(rows) == 2 and all(r.origin is Origin.MANUAL for r in rows)
+        assert len(rows) == 4 and all(r.origin is Origin.MANUAL for r in rows)
         lines = [line.message for line in store.read_logs(rows[-1].id)]
         assert "hello from daily attempt 1" in lines
     finally:
