@@ -8,8 +8,10 @@ overrides it key by key; ``cron``/``every`` (with ``anchor``) count as one key, 
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from cronctl.errors import ConfigError, NotFoundError
@@ -93,9 +95,19 @@ def find_job(settings: JobSettings, job_id: str, *, now: datetime | None = None)
     raise NotFoundError(f"no job {job_id!r}{did_you_mean(job_id, known)}")
 
 
+def importable_from(base_dir: Path) -> None:
+    """``python:`` targets also import from the config file's directory (a module next to
+    ``cronctl.toml``), after ``PYTHONPATH`` and the installed packages, which keep
+    precedence: appended, never prepended, so a local file cannot shadow a package."""
+    path = str(base_dir.resolve())
+    if path not in sys.path:
+        sys.path.append(path)
+
+
 def _load(settings: JobSettings, *, now: datetime | None, registry: ServiceRegistry | None
           ) -> _Loaded:
     now = now if now is not None else datetime.now(UTC)
+    importable_from(settings.base_dir)
     clear_python_cache()
     if registry is None:
         registry = discover_services()
