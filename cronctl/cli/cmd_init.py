@@ -69,13 +69,32 @@ JOBS: dict[str, Any] = {
 }
 
 
-def write_starter(directory: Path, force: bool) -> list[Path]:
+def starter(database: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The config and jobs to write. With ``--database none`` the config says so and the
+    nightly job is every_instance: single_instance needs a database, and a starter must
+    validate as written."""
+    import copy
+
+    config, jobs = copy.deepcopy(CONFIG), copy.deepcopy(JOBS)
+    if database is not None and database.strip().lower() == "none":
+        config["scheduler"]["database"] = "none"
+        nightly = jobs["jobs"]["nightly-report"]
+        del nightly["mode"]
+        nightly["description"] = ("A daily job in a time zone (with a database, "
+                                  "mode = \"single_instance\" runs it on one node only)")
+    elif database is not None:
+        config["scheduler"]["database"] = database
+    return config, jobs
+
+
+def write_starter(directory: Path, force: bool, database: str | None = None) -> list[Path]:
     """Write both files under ``directory``; refuse to overwrite unless ``force``."""
     import tomli_w
 
+    config, jobs = starter(database)
     files = [
-        (directory / "cronctl.toml", CONFIG_HEADER + tomli_w.dumps(CONFIG)),
-        (directory / "jobs.d" / "example.toml", JOBS_HEADER + tomli_w.dumps(JOBS)),
+        (directory / "cronctl.toml", CONFIG_HEADER + tomli_w.dumps(config)),
+        (directory / "jobs.d" / "example.toml", JOBS_HEADER + tomli_w.dumps(jobs)),
     ]
     if not force:
         for path, _ in files:
@@ -93,13 +112,16 @@ def write_starter(directory: Path, force: bool) -> list[Path]:
 
 
 def init(
+    ctx: typer.Context,
     directory: Annotated[
         Path, typer.Option("--dir", help="Where to write the files.", file_okay=False)
     ] = Path("."),
     force: Annotated[bool, typer.Option("--force", help="Overwrite existing files.")] = False,
 ) -> None:
     """Write a starter cronctl.toml and jobs.d/example.toml."""
-    for path in write_starter(directory, force):
+    from cronctl.cli.options import global_options
+
+    for path in write_starter(directory, force, global_options(ctx).database):
         typer.echo(f"wrote {path}")
     typer.echo("next: edit them, then run 'cronctl validate' and 'cronctl list'")
 

@@ -251,6 +251,14 @@ def test_init_writes_valid_files_and_refuses_to_overwrite(tmp_path: Path,
     assert cli("init", "--dir", str(target), "--force").code == 0
 
 
+def test_init_with_database_none_writes_a_starter_that_validates(tmp_path: Path) -> None:
+    target = tmp_path / "none"
+    assert cli("--database", "none", "init", "--dir", str(target)).code == 0
+    assert 'database = "none"' in (target / "cronctl.toml").read_text()
+    check = cli("--config", str(target / "cronctl.toml"), "validate", "--json")
+    assert check.code == 0, check.stdout
+
+
 # --- the real binary ------------------------------------------------------------------
 
 
