@@ -151,6 +151,19 @@ class Scheduler:
         self.notifier.notify(f"READY=1\nSTATUS=scheduling {jobs} jobs as node {node}")
         log.info("ready node=%s jobs=%d database=%s", node, jobs,
                  self.config.database_display)
+        if log.isEnabledFor(logging.DEBUG):
+            self._log_next_fires(now)
+
+    def _log_next_fires(self, now: datetime) -> None:
+        """``run -v``: each enabled job's next planned instant, once at start."""
+        from cronctl.core.timing import schedule_for
+
+        for job in self._jobs:
+            if job.enabled:
+                upcoming = schedule_for(job).next_after(now)
+                log.debug("scheduled job=%s next=%s", job.id,
+                          "never" if upcoming is None else upcoming.isoformat(),
+                          extra=ids(job.id))
 
     def stop(self, timeout: float | None = None) -> None:
         """Graceful stop; ``timeout`` overrides ``shutdown_timeout``. Idempotent."""
@@ -280,6 +293,10 @@ class Scheduler:
             self._skew_logged = False
             log.info("clock is consistent again; acting")
         if decision.actions:
+            if log.isEnabledFor(logging.DEBUG):
+                wake = self.core.next_wake()
+                log.debug("wake: %d actions; next wake %s", len(decision.actions),
+                          "none" if wake is None else wake.isoformat())
             self.firing.execute(decision)
 
     def _handle(self, msg: tuple[Any, ...]) -> float | None:
