@@ -76,3 +76,28 @@ def test_installed_wheel_runs_db_upgrade_and_current(tmp_path: Path) -> None:
     current = _run([cronctl, "--database", url, "db", "current", "--json"], tmp_path)
     doc = json.loads(current.stdout)
     assert (doc["current"], doc["head"], doc["up_to_date"]) == (HEAD, HEAD, True)
+
+    # The man pages come with the wheel, and man(1) finds them from PATH.
+    assert (env_dir / "share" / "man" / "man1" / "cronctl.1").is_file()
+    assert (env_dir / "share" / "man" / "man5" / "cronctl.toml.5").is_file()
+    _check_man_and_unit(env_dir, cronctl, tmp_path)
+
+
+def _check_man_and_unit(env_dir: Path, cronctl: str, tmp_path: Path) -> None:
+    import shutil
+
+    if shutil.which("man") is None:
+        pytest.skip("man(1) is not installed here")
+    env = {**os.environ, "PATH": f"{env_dir / 'bin'}:{os.environ.get('PATH', '')}"}
+    env.pop("MANPATH", None)
+    for page in ("cronctl", "cronctl.toml"):
+        found = subprocess.run(["man", "-w", page], env=env, capture_output=True, text=True,
+                               timeout=30)
+        assert found.returncode == 0 and str(env_dir) in found.stdout, found.stderr
+    if shutil.which("systemd-analyze") is None:
+        pytest.skip("systemd-analyze is not installed here")
+    unit = tmp_path / "cronctl.service"
+    unit.write_text(_run([cronctl, "systemd-unit"], tmp_path).stdout)
+    verify = subprocess.run(["systemd-analyze", "verify", str(unit)], env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert verify.returncode == 0, verify.stdout + verify.stderr

@@ -54,3 +54,34 @@ def test_every_scheduler_key_is_in_the_file_format_page() -> None:
     man = _man_text("cronctl.toml.5")
     for key in config.SCHEDULER_KEYS:
         assert f".B {key}" in man, f"[scheduler] {key} is not documented in cronctl.toml(5)"
+
+
+def _man_entry(man: str, name: str) -> str:
+    """The man page text of one command: from its ``.B name`` line to the next command."""
+    match = re.search(rf"^\.B {re.escape(name)}\b.*?(?=^\.TP\n\.B |^\.SH |\Z)", man,
+                      re.MULTILINE | re.DOTALL)
+    assert match is not None, f"cronctl {name} is not documented in man/cronctl.1"
+    return match.group(0)
+
+
+def test_every_option_of_every_command_is_in_its_man_entry() -> None:
+    man = _man_text("cronctl.1")
+    global_names = {"--config", "-c", "--database", "--jobs-dir", "--verbose", "-v",
+                    "--quiet", "-q", "--no-color", "--help", "-h"}
+    missing: list[str] = []
+    for name, command in _commands().items():
+        entry = _man_entry(man, name)
+        for param in command.params:
+            for opt in [*param.opts, *param.secondary_opts]:
+                if not opt.startswith("-") or opt in global_names:
+                    continue
+                if not re.search(rf"(?<![\w-]){re.escape(opt)}(?![\w-])", entry):
+                    missing.append(f"cronctl {name} {opt}")
+    assert missing == [], "not in man/cronctl.1: " + ", ".join(missing)
+
+
+def test_global_options_are_in_the_man_page() -> None:
+    man = _man_text("cronctl.1")
+    for opt in ("--config", "-c", "--database", "--jobs-dir", "--verbose", "-v", "--quiet",
+                "-q", "--no-color"):
+        assert re.search(rf"(?<![\w-]){re.escape(opt)}(?![\w-])", man), opt
