@@ -20,7 +20,7 @@ app = typer.Typer(
     name="cronctl",
     help="A cron scheduler you run as a service.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> None:
     except errors.ClickException as exc:
         print(f"error: {' '.join(exc.format_message().split())}", file=sys.stderr)
         raise SystemExit(exc.exit_code) from None
-    except errors.Abort:
+    except typer.Abort:
         print("error: aborted", file=sys.stderr)
         raise SystemExit(1) from None
     raise SystemExit(code if isinstance(code, int) else 0)

@@ -16,6 +16,7 @@ import typer
 
 from cronctl.cli.options import global_options
 from cronctl.cli.shared import (
+    complete_job_ids,
     execution_json,
     get_execution,
     open_state,
@@ -74,7 +75,8 @@ def cancel(
     execution_id: Annotated[int | None, typer.Argument(
         help="The execution to cancel (see 'cronctl history').")] = None,
     job: Annotated[str | None, typer.Option(
-        "--job", help="Cancel every pending or running execution of this job.")] = None,
+        "--job", help="Cancel every pending or running execution of this job.",
+        autocompletion=complete_job_ids)] = None,
     wait: Annotated[bool, typer.Option(
         "--wait", help="Wait until the execution has ended.")] = False,
     timeout: Annotated[str | None, typer.Option(

@@ -16,6 +16,7 @@ import typer
 
 from cronctl.cli.options import global_options
 from cronctl.cli.shared import (
+    complete_job_ids,
     escape_for_terminal,
     execution_json,
     iso_z,
@@ -171,7 +172,8 @@ def _render_rich(rows: Sequence[list[str]], color: bool) -> None:
 
 def history(
     ctx: typer.Context,
-    job: Annotated[str | None, typer.Argument(help="Only this job's executions.")] = None,
+    job: Annotated[str | None, typer.Argument(help="Only this job's executions.",
+                                                       autocompletion=complete_job_ids)] = None,
     status: Annotated[str | None, typer.Option(
         "--status", help="Only these statuses (comma-separated): pending, running, succeeded, "
         "failed, abandoned, cancelled, dead_letter; 'skipped' lists skip records (planned "

@@ -18,6 +18,7 @@ import typer
 
 from cronctl.cli.options import global_options
 from cronctl.cli.shared import (
+    complete_job_ids,
     escape_for_terminal,
     execution_json,
     get_execution,
@@ -64,7 +65,8 @@ def logs(
     execution_id: Annotated[int | None, typer.Argument(
         help="The execution (see 'cronctl history').")] = None,
     job: Annotated[str | None, typer.Option(
-        "--job", help=f"The lines of this job's newest {JOB_EXECUTIONS} executions (with -n: "
+        "--job", autocompletion=complete_job_ids,
+        help=f"The lines of this job's newest {JOB_EXECUTIONS} executions (with -n: "
         "its last N lines; with -f: and of the executions that follow).")] = None,
     follow: Annotated[bool, typer.Option(
         "--follow", "-f", help="Keep printing new lines until the execution ends.")] = False,

@@ -230,6 +230,7 @@ def _job_lookup(ctx: typer.Context) -> JobLookup:
 def next_command(
     ctx: typer.Context,
     expression: Annotated[str, typer.Argument(
+        autocompletion=_complete_job_ids,
         metavar="JOB_OR_EXPR",
         help="A job id, or a cron expression in quotes ('0 8 * * MON-FRI', '@daily', "
              "'@every 90s').")],
@@ -259,6 +260,12 @@ def next_command(
         _render_rich(target, begin, rows, now, options.color)
     else:
         typer.echo(render_plain(target, begin, rows, now))
+
+
+def _complete_job_ids(ctx: typer.Context, incomplete: str) -> list[str]:
+    from cronctl.cli.shared import complete_job_ids
+
+    return complete_job_ids(ctx, incomplete)
 
 
 def register(app: typer.Typer) -> None:

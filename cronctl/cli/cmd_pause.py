@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from cronctl.cli.options import global_options
-from cronctl.cli.shared import open_for_writing, require_job_defined
+from cronctl.cli.shared import complete_job_ids, open_for_writing, require_job_defined
 
 if TYPE_CHECKING:
     from cronctl.options import GlobalOptions
@@ -50,7 +50,7 @@ def _set_paused(options: GlobalOptions, job: str, paused: bool, as_json: bool) -
 
 def pause(
     ctx: typer.Context,
-    job: Annotated[str, typer.Argument(help="The job to pause.")],
+    job: Annotated[str, typer.Argument(help="The job to pause.", autocompletion=complete_job_ids)],
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
 ) -> None:
     """Stop firing JOB on every node until 'cronctl resume JOB'."""
@@ -59,7 +59,8 @@ def pause(
 
 def resume(
     ctx: typer.Context,
-    job: Annotated[str, typer.Argument(help="The job to resume.")],
+    job: Annotated[str, typer.Argument(help="The job to resume.",
+                                          autocompletion=complete_job_ids)],
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
 ) -> None:
     """Fire JOB again on every node (after 'cronctl pause JOB')."""

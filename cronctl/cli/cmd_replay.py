@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from cronctl.cli.options import global_options
-from cronctl.cli.shared import iso_z, open_for_writing, open_state, parse_time, require_database
+from cronctl.cli.shared import (
+    complete_job_ids,
+    iso_z,
+    open_for_writing,
+    open_state,
+    parse_time,
+    require_database,
+)
 from cronctl.errors import UsageError
 
 if TYPE_CHECKING:
@@ -155,7 +162,8 @@ def _window(since: str, until: str | None, now: datetime) -> tuple[datetime, dat
 
 def replay(
     ctx: typer.Context,
-    job: Annotated[str, typer.Argument(help="The job whose missed occurrences to queue.")],
+    job: Annotated[str, typer.Argument(
+        help="The job whose missed occurrences to queue.", autocompletion=complete_job_ids)],
     since: Annotated[str, typer.Option(
         "--since", help="Window start (exclusive): ISO 8601 or relative (2h, 3d).")],
     until: Annotated[str | None, typer.Option(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from cronctl.cli.options import global_options
-from cronctl.cli.shared import execution_json, open_state
+from cronctl.cli.shared import complete_job_ids, execution_json, open_state
 from cronctl.errors import CronctlError
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ class _Emit:
 
 def trigger(
     ctx: typer.Context,
-    job: Annotated[str, typer.Argument(help="The job to run.")],
+    job: Annotated[str, typer.Argument(help="The job to run.", autocompletion=complete_job_ids)],
     wait: Annotated[bool, typer.Option("--wait", help="Wait for the final status.")] = False,
     here: Annotated[bool, typer.Option(
         "--here", help="Run it in this process instead of a running scheduler.")] = False,

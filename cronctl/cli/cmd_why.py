@@ -12,6 +12,7 @@ import typer
 
 from cronctl.cli.options import global_options
 from cronctl.cli.shared import (
+    complete_job_ids,
     execution_json,
     iso_z,
     open_state,
@@ -104,7 +105,8 @@ def decide(job: JobDefinition, at_text: str, store: Store | None, now: datetime
 
 def why(
     ctx: typer.Context,
-    job_id: Annotated[str, typer.Argument(metavar="JOB", help="The job.")],
+    job_id: Annotated[str, typer.Argument(
+        metavar="JOB", help="The job.", autocompletion=complete_job_ids)],
     at: Annotated[str, typer.Argument(
         metavar="AT", help="The instant: ISO 8601 (without an offset: the job's local time) "
         "or relative (2h = two hours ago). The occurrence planned at AT, or the nearest "

@@ -22,8 +22,8 @@ from cronctl.core import (
     WaitReason,
     jitter_offset,
 )
+from cronctl.ids import occurrence_id
 from cronctl.jobs.model import ExecutionStatus, MisfirePolicy, Origin, OverlapPolicy
-from cronctl.store.ids import occurrence_id
 
 OK = ExecutionStatus.SUCCEEDED
 MISFIRE = SkipReason.MISFIRE

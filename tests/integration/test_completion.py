@@ -1,0 +1,63 @@
+"""Shell completion (bash, zsh, fish) through the real entry point: commands, options,
+and the job ids of the current configuration; a broken configuration completes nothing
+instead of printing an error into the shell."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+JOBS = '[jobs.nightly-report]\nevery = "1h"\ncommand = ["true"]\n\n' \
+       '[jobs.nightly-cleanup]\nevery = "1h"\ncommand = ["true"]\n\n' \
+       '[jobs.hourly]\nevery = "1h"\ncommand = ["true"]\n'
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    (tmp_path / "jobs.d").mkdir()
+    (tmp_path / "jobs.d" / "a.toml").write_text(JOBS)
+    path = tmp_path / "cronctl.toml"
+    path.write_text('[scheduler]\ndatabase = "none"\n')
+    return path
+
+
+def complete(shell: str, words: str, cwd: Path, cword: int | None = None) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRONCTL_")}
+    env["_CRONCTL_COMPLETE"] = f"complete_{shell}"
+    if shell == "bash":
+        env["COMP_WORDS"] = words
+        env["COMP_CWORD"] = str(cword if cword is not None else len(words.split()) - (
+            0 if words.endswith(" ") else 1))
+    else:
+        env["_TYPER_COMPLETE_ARGS"] = words
+        env["_TYPER_COMPLETE_FISH_ACTION"] = "get-args"
+    out = subprocess.run([sys.executable, "-c", "import sys; sys.argv[0] = 'cronctl'; "
+                          "from cronctl.cli.app import main; main()"],
+                         env=env, cwd=cwd, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    return out.stdout
+
+
+def test_commands_and_job_ids_complete_in_every_shell(config: Path) -> None:
+    cwd = config.parent
+    assert "trigger" in complete("bash", "cronctl tr", cwd).split()
+    assert complete("bash", "cronctl trigger nightly", cwd).split() == [
+        "nightly-cleanup", "nightly-report"]
+    assert "nightly-report" in complete("zsh", "cronctl why nightly-r", cwd)
+    assert complete("fish", "cronctl logs --job hou", cwd).split() == ["hourly"]
+    assert "--since" in complete("bash", "cronctl history --si", cwd).split()
+
+
+def test_a_broken_configuration_completes_nothing(config: Path) -> None:
+    config.write_text("[[")
+    assert complete("bash", "cronctl trigger ", config.parent).split() == []
+
+
+def test_show_completion_prints_a_script() -> None:
+    out = subprocess.run([sys.executable, "-m", "cronctl", "--show-completion", "bash"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "complete" in out.stdout, out.stderr
