@@ -57,7 +57,12 @@ def test_a_broken_configuration_completes_nothing(config: Path) -> None:
     assert complete("bash", "cronctl trigger ", config.parent).split() == []
 
 
-def test_show_completion_prints_a_script() -> None:
-    out = subprocess.run([sys.executable, "-m", "cronctl", "--show-completion", "bash"],
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_show_completion_prints_a_script(shell: str) -> None:
+    # In a terminal the shell is detected from the process tree; a test has no login
+    # shell above it, so it names the shell (typer's switch for exactly that).
+    env = {**os.environ, "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}
+    cronctl = str(Path(sys.executable).with_name("cronctl"))
+    out = subprocess.run([cronctl, "--show-completion", shell], env=env,
                          capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0 and "complete" in out.stdout, out.stderr
+    assert out.returncode == 0 and "_CRONCTL_COMPLETE" in out.stdout, out.stderr
