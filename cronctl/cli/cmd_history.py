@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cronctl.cli import argtypes
 from cronctl.cli.options import GlobalOptions, global_options
 from cronctl.errors import NotFoundError, StoreError, UsageError
 
@@ -235,20 +236,27 @@ def history(
         "failed, abandoned, cancelled, dead_letter.")] = None,
     since: Annotated[str | None, typer.Option(
         "--since", help="Planned at or after T: ISO 8601 or relative (2h, 3d).")] = None,
-    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most N rows.")] = 20,
+    until: Annotated[str | None, typer.Option(
+        "--until", help="Planned at or before T: ISO 8601 or relative (2h = two hours "
+        "ago).")] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", parser=argtypes.count("--limit"),
+                                       help="At most N rows.")] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
 ) -> None:
     """Executions, newest first."""
     options = global_options(ctx)
     now = datetime.now(UTC)
     statuses = parse_statuses(status)
-    since_at = parse_time(since, now) if since is not None else None
+    since_at = argtypes.parse_time(since, now, what="--since") if since is not None else None
+    until_at = argtypes.parse_time(until, now, what="--until") if until is not None else None
+    if since_at is not None and until_at is not None and since_at > until_at:
+        raise UsageError(f"--since {iso_z(since_at)} is after --until {iso_z(until_at)}")
     config, store = open_state(options)
     try:
         records: list[ExecutionRecord] = []
         if store is not None:
             records = store.list_executions(job_id=job, status=statuses, since=since_at,
-                                            limit=limit)
+                                            until=until_at, limit=limit)
         if job is not None and not records:
             # No rows: is it a job that never ran (or not in this window), or no job at all?
             unfiltered = store.list_executions(job_id=job, limit=1) if store else []

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cronctl.cli import argtypes
 from cronctl.cli.cmd_history import (
     escape_for_terminal,
     execution_json,
@@ -58,13 +59,15 @@ def format_line(line: LogLine) -> str:
 def logs(
     ctx: typer.Context,
     execution_id: Annotated[int | None, typer.Argument(
+        parser=argtypes.execution_id(), show_default=False,
         help="The execution (see 'cronctl history').")] = None,
     job: Annotated[str | None, typer.Option(
         "--job", help="The newest execution of this job.")] = None,
     follow: Annotated[bool, typer.Option(
         "--follow", "-f", help="Keep printing new lines until the execution ends.")] = False,
     lines: Annotated[int | None, typer.Option(
-        "--lines", "-n", min=0, help="Only the last N lines (then follow, with -f).")] = None,
+        "--lines", "-n", parser=argtypes.count("--lines", minimum=0), show_default=False,
+        help="Only the last N lines (then follow, with -f).")] = None,
     as_json: Annotated[bool, typer.Option(
         "--json", help="Print one JSON document (with -f: once the execution ended).")] = False,
 ) -> None:
