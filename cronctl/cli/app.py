@@ -26,6 +26,25 @@ app = typer.Typer(
 )
 
 
+def version() -> str:
+    """The installed distribution's version; the package's own when not installed."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("cronctl")
+    except PackageNotFoundError:
+        from cronctl import __version__
+
+        return __version__
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"cronctl {version()}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _globals(
     ctx: typer.Context,
@@ -43,6 +62,9 @@ def _globals(
     verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, help="More output.")] = 0,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Less output.")] = False,
     no_color: Annotated[bool, typer.Option("--no-color", help="No colours.")] = False,
+    show_version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True, expose_value=False,
+        help="Print the version and exit.")] = False,
 ) -> None:
     ctx.obj = GlobalOptions(
         config=config,
