@@ -82,6 +82,7 @@ def _register_commands() -> None:
         cmd_cancel,
         cmd_db,
         cmd_history,
+        cmd_import_crontab,
         cmd_init,
         cmd_list,
         cmd_logs,
@@ -98,7 +99,7 @@ def _register_commands() -> None:
     # The order here is the order of `cronctl --help`: the everyday commands first.
     for module in (cmd_validate, cmd_list, cmd_next, cmd_run, cmd_trigger, cmd_cancel,
                    cmd_logs, cmd_history, cmd_replay, cmd_pause, cmd_status, cmd_db,
-                   cmd_init, cmd_systemd):
+                   cmd_init, cmd_import_crontab, cmd_systemd):
         module.register(app)
 
 
