@@ -15,7 +15,6 @@ import os
 import re
 import sys
 import tomllib
-import zoneinfo
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -31,12 +30,10 @@ if TYPE_CHECKING:
 STDIN = "-"
 
 
-def _known_zone(name: str) -> bool:
-    try:
-        zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
-        return False
-    return True
+def known_zone(name: str) -> bool:
+    from cronctl.jobs.crontab import known_zone as known
+
+    return known(name)
 
 
 def local_zone() -> str:
@@ -49,7 +46,7 @@ def local_zone() -> str:
     if "/zoneinfo/" in target:
         candidates.append(target.split("/zoneinfo/", 1)[1])
     for name in candidates:
-        if name and _known_zone(name):
+        if name and known_zone(name):
             return name
     return "UTC"
 
@@ -166,7 +163,7 @@ def import_crontab(
     from cronctl.jobs.crontab import convert_crontab, render_toml
 
     options = global_options(ctx)
-    if tz is not None and not _known_zone(tz):
+    if tz is not None and not known_zone(tz):
         raise UsageError(f"--tz: unknown time zone {tz!r}; use an IANA name like "
                          "'Europe/Berlin'")
     zone = tz or local_zone()

@@ -38,6 +38,7 @@ from cronctl.jobs.crontab_fields import (
 _MACROS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
 _ENV = re.compile(r"\s*([^\s=]+)\s*=(.*)")
 _ID_MAX = 60
+_MAX_DELAY_MINUTES = 36525 * 1440
 _WRAPPERS = frozenset({"nice", "ionice", "nohup", "exec", "env", "sudo", "time", "chronic",
                        "timeout", "setsid", "stdbuf", "command", "if", "then", "else", "do",
                        "!"})
@@ -147,7 +148,7 @@ def _env_value(raw: str) -> str:
 
 def _set_env(state: _State, name: str, value: str) -> None:
     if name in ("CRON_TZ", "TZ"):
-        if value and not _known_zone(value.lstrip(":")):
+        if value and not known_zone(value.lstrip(":")):
             raise _Skip(f"unknown time zone {value!r} in {name}; the lines after it keep "
                         f"{state.zone}")
         if name == "CRON_TZ":
@@ -160,14 +161,16 @@ def _set_env(state: _State, name: str, value: str) -> None:
                         "not mail job output (send failure events with [notify], e.g. "
                         "command = [\"/usr/sbin/sendmail\", \"-t\"])")
     elif name == "RANDOM_DELAY":  # cronie: a random delay of up to N minutes
-        if not value.isdigit():
-            raise _Skip(f"RANDOM_DELAY must be a number of minutes, not {value!r}")
+        if not (value.isascii() and value.isdigit()) or int(value) > _MAX_DELAY_MINUTES:
+            raise _Skip(f"RANDOM_DELAY must be a number of minutes up to "
+                        f"{_MAX_DELAY_MINUTES} (100 years), not {value!r}")
         state.jitter = f"{int(value)}m" if int(value) else None
     else:
         state.env[name] = value
 
 
-def _known_zone(name: str) -> bool:
+def known_zone(name: str) -> bool:
+    """Whether ``name`` is an IANA zone this machine knows."""
     try:
         zoneinfo.ZoneInfo(name)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):

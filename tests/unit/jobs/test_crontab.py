@@ -7,7 +7,10 @@ import tomllib
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from cronctl.jobs.build import ID_PATTERN
 from cronctl.jobs.crontab import (
     Conversion,
     CrontabJob,
@@ -282,3 +285,29 @@ def test_the_toml_names_each_source_line() -> None:
 def test_no_jobs_no_document_needed() -> None:
     conversion = convert_crontab("# only a comment\n\n")
     assert conversion == Conversion((), (), False)
+
+
+# --- any input ------------------------------------------------------------------------------
+
+_PIECES = ["*", "*/2", "1-5", "MON", "L", "7", "?", "%", "\\%", "=", "@daily", "@reboot",
+           "CRON_TZ=", "TZ=:Europe/Paris", "MAILTO=", "SHELL=/bin/bash", "'", '"', "#", " ",
+           "\t", "0", "31", "2", "root", "echo", "\x00", "\x1b", "é", "\r"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(st.one_of(
+    st.lists(st.sampled_from(_PIECES), max_size=9).map("".join),
+    st.lists(st.sampled_from(_PIECES), max_size=9).map(" ".join),
+    st.text(max_size=40)), max_size=8), system=st.booleans())
+def test_any_text_converts_or_is_reported_line_by_line(lines: list[str], system: bool) -> None:
+    text = "\n".join(lines)
+    conversion = convert_crontab(text, system=system, default_zone="Europe/Berlin",
+                                 now=datetime(2026, 1, 1, tzinfo=UTC))
+    for problem in conversion.not_converted:
+        assert "\n" not in problem.reason and problem.reason
+    ids = [job.id for job in conversion.jobs]
+    assert len(set(ids)) == len(ids)
+    assert all(ID_PATTERN.fullmatch(job_id) for job_id in ids)
+    if conversion.jobs:
+        data = tomllib.loads(render_toml(conversion, source="fuzz\n\x00"))
+        assert set(data["jobs"]) == set(ids)
