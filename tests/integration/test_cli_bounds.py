@@ -174,3 +174,30 @@ def test_run_refuses_to_start_without_a_traceback(tmp_path: Path, value: str) ->
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "longer than 100 years" in proc.stdout + proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
+
+
+@pytest.mark.postgres
+def test_ids_at_the_bigint_edge_on_postgresql(postgres_url: str, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """PostgreSQL said a raw "bigint out of range" for a 20-digit id."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cronctl.toml").write_text(f'[scheduler]\ndatabase = "{postgres_url}"\n')
+    open_store(postgres_url, node_id="t").close()
+
+    def run(*args: str) -> Result:
+        try:
+            main(["-c", str(tmp_path / "cronctl.toml"), *args])
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+        out, err = capsys.readouterr()
+        return Result(code, out, err)
+
+    assert run("logs", "9223372036854775807").code == 3
+    assert run("cancel", "9223372036854775807").code == 3
+    for args in (("logs", "9223372036854775808"), ("cancel", HUGE), ("history", "-n", HUGE)):
+        result = run(*args)
+        assert result.code == 2, args
+        assert "out of range" in result.one_error_line()
+    assert run("history", "-n", "1000000", "--json").code == 0
