@@ -158,7 +158,7 @@ def import_crontab(
              "from FILE's path.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
 ) -> None:
-    """Convert a crontab into a job file (exit 1 when a line was not converted)."""
+    """Convert a crontab into a job file that keeps cron's fire times."""
     from cronctl.config import load_config
     from cronctl.jobs.crontab import convert_crontab, render_toml
 
@@ -218,5 +218,13 @@ def _report(conversion: Conversion, source: str, zone: str, written: Path | None
     typer.echo(summary, err=written is None)
 
 
+HELP = ("Convert a crontab into a job file that keeps cron's fire times.\n\n"
+        "The file goes to <jobs_dir>/<FILE's name>.toml (or --out); an existing one is not "
+        "overwritten without --force. Lines that cannot be converted are reported with "
+        "their number and reason, and the exit status is then 1.")
+
+
 def register(app: typer.Typer) -> None:
-    app.command("import-crontab")(import_crontab)
+    app.command("import-crontab", help=HELP,
+                short_help="Convert a crontab into a job file that keeps cron's fire "
+                           "times.")(import_crontab)
