@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 SYSTEM_CONFIG = Path("/etc/cronctl/cronctl.toml")
 MEMORY = "none"
+MAX_CONCURRENT_JOBS = 10_000  # counts are bounded (SPEC section 5)
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,9 @@ def find_config_file(explicit: Path | None) -> Path | None:
             if candidate.is_file():
                 return candidate.absolute()
         return None
+    if named.is_dir():
+        raise ConfigError(f"config file {str(named)!r} (from {origin}) is a directory; name "
+                          f"the file, e.g. {str(named / 'cronctl.toml')!r}")
     if not named.is_file():
         raise ConfigError(f"config file {str(named)!r} (from {origin}) does not exist")
     return named.absolute()
@@ -258,6 +262,8 @@ def _convert(key: str, value: Any, base_dir: Path) -> Any:
     if key == "max_concurrent_jobs":
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"must be a whole number >= 1, not {value!r}")
+        if value > MAX_CONCURRENT_JOBS:
+            raise ValueError(f"must be at most {MAX_CONCURRENT_JOBS}")
         return value
     if key in _DURATION_KEYS:
         try:

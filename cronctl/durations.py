@@ -1,8 +1,14 @@
 """Durations as users write them: ``"90s"``, ``"5m"``, ``"1h30m"``, ``"2d"``, ``"250ms"``
-or a bare number of seconds (int or float, or a string of digits)."""
+or a bare number of seconds (int or float, or a string of digits).
+
+Every duration is at most :data:`MAX_DURATION` (100 years, SPEC section 5): longer ones
+are rejected here, in the one parser, so no caller ever overflows ``timedelta`` or
+``datetime`` (``now - 1000000d`` is before year 1) and every value has a one-line error.
+"""
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import timedelta
 
@@ -16,6 +22,9 @@ _UNITS = {
 }
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
 
+MAX_DURATION = timedelta(days=36525)  # 100 years of 365.25 days
+MAX_DURATION_TEXT = "100 years (36525d)"
+
 
 class DurationError(ValueError):
     """A duration that cannot be read; the message says what form is expected."""
@@ -27,8 +36,13 @@ def parse_duration(value: object, *, allow_zero: bool = True) -> timedelta:
         seconds = value.total_seconds()
     elif isinstance(value, bool):
         raise DurationError(f"{value!r} is not a duration; write e.g. \"90s\", \"5m\" or \"1h30m\"")
-    elif isinstance(value, int | float):
-        seconds = float(value)
+    elif isinstance(value, int):
+        # float() of a huge int raises OverflowError: anything that large is "too long".
+        seconds = float(value) if abs(value) <= 10**18 else (math.inf if value > 0 else -math.inf)
+    elif isinstance(value, float):
+        if math.isnan(value):  # TOML can say nan
+            raise DurationError("nan is not a duration; write e.g. \"90s\", \"5m\" or \"1h30m\"")
+        seconds = value
     elif isinstance(value, str):
         text = value.strip().lower().replace(" ", "")
         if not text:
@@ -50,10 +64,18 @@ def parse_duration(value: object, *, allow_zero: bool = True) -> timedelta:
     else:
         raise DurationError(f"{value!r} is not a duration; write e.g. \"90s\", \"5m\" or \"1h30m\"")
     if seconds < 0:
-        raise DurationError(f"{value!r} is negative; a duration must be >= 0")
+        raise DurationError(f"{_shown(value)} is negative; a duration must be >= 0")
+    if seconds > MAX_DURATION.total_seconds():  # also inf (a 400-digit number)
+        raise DurationError(f"{_shown(value)} is longer than {MAX_DURATION_TEXT}, the longest "
+                            "duration allowed")
     if not allow_zero and seconds == 0:
         raise DurationError(f"{value!r} is zero; a duration must be > 0")
     return timedelta(seconds=seconds)
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def format_duration(delta: timedelta) -> str:

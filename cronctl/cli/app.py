@@ -26,6 +26,25 @@ app = typer.Typer(
 )
 
 
+def version() -> str:
+    """The installed distribution's version; the package's own when not installed."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("cronctl")
+    except PackageNotFoundError:
+        from cronctl import __version__
+
+        return __version__
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"cronctl {version()}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _globals(
     ctx: typer.Context,
@@ -46,6 +65,9 @@ def _globals(
         help="More output (run: DEBUG log lines); repeat for more.")] = 0,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Less output.")] = False,
     no_color: Annotated[bool, typer.Option("--no-color", help="No colours.")] = False,
+    show_version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True, expose_value=False,
+        help="Print the version and exit.")] = False,
 ) -> None:
     ctx.obj = GlobalOptions(
         config=config,
@@ -63,6 +85,7 @@ def _register_commands() -> None:
         cmd_cancel,
         cmd_db,
         cmd_history,
+        cmd_import_crontab,
         cmd_init,
         cmd_list,
         cmd_logs,
@@ -80,7 +103,7 @@ def _register_commands() -> None:
     # The order here is the order of `cronctl --help`: the everyday commands first.
     for module in (cmd_validate, cmd_list, cmd_next, cmd_run, cmd_trigger, cmd_cancel,
                    cmd_logs, cmd_history, cmd_why, cmd_replay, cmd_pause, cmd_status, cmd_db,
-                   cmd_init, cmd_systemd):
+                   cmd_init, cmd_import_crontab, cmd_systemd):
         module.register(app)
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from cronctl.cli import argtypes
 from cronctl.cli.options import global_options
 from cronctl.cli.shared import (
     complete_job_ids,
@@ -73,6 +74,7 @@ def _wait_final(store: Store, ids: list[int], timeout: timedelta | None) -> list
 def cancel(
     ctx: typer.Context,
     execution_id: Annotated[int | None, typer.Argument(
+        parser=argtypes.execution_id(), show_default=False,
         help="The execution to cancel (see 'cronctl history').")] = None,
     job: Annotated[str | None, typer.Option(
         "--job", help="Cancel every pending or running execution of this job.",

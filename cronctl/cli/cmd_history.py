@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cronctl.cli import argtypes
 from cronctl.cli.options import global_options
 from cronctl.cli.shared import (
     complete_job_ids,
@@ -21,7 +22,6 @@ from cronctl.cli.shared import (
     execution_json,
     iso_z,
     open_state,
-    parse_time,
     require_job_defined,
 )
 from cronctl.errors import UsageError
@@ -181,8 +181,10 @@ def history(
     since: Annotated[str | None, typer.Option(
         "--since", help="Planned at or after T: ISO 8601 or relative (2h, 3d).")] = None,
     until: Annotated[str | None, typer.Option(
-        "--until", help="Planned at or before T: ISO 8601 or relative (2h, 3d).")] = None,
-    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most N rows.")] = 20,
+        "--until", help="Planned at or before T: ISO 8601 or relative (2h = two hours "
+        "ago).")] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", parser=argtypes.count("--limit"),
+                                       help="At most N rows.")] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
 ) -> None:
     """Executions, newest first."""
@@ -190,10 +192,10 @@ def history(
     now = datetime.now(UTC)
     statuses = parse_statuses(status)  # () when only skip records were asked for
     skipped = wants_skips(status)
-    since_at = parse_time(since, now) if since is not None else None
-    until_at = parse_time(until, now, what="--until") if until is not None else None
-    if since_at is not None and until_at is not None and until_at < since_at:
-        raise UsageError("--until is earlier than --since: nothing can be in that window")
+    since_at = argtypes.parse_time(since, now, what="--since") if since is not None else None
+    until_at = argtypes.parse_time(until, now, what="--until") if until is not None else None
+    if since_at is not None and until_at is not None and since_at > until_at:
+        raise UsageError(f"--since {iso_z(since_at)} is after --until {iso_z(until_at)}")
     config, store = open_state(options)
     try:
         records: list[ExecutionRecord] = []

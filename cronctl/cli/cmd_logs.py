@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cronctl.cli import argtypes
 from cronctl.cli.options import global_options
 from cronctl.cli.shared import (
     complete_job_ids,
@@ -63,6 +64,7 @@ def format_line(line: LogLine) -> str:
 def logs(
     ctx: typer.Context,
     execution_id: Annotated[int | None, typer.Argument(
+        parser=argtypes.execution_id(), show_default=False,
         help="The execution (see 'cronctl history').")] = None,
     job: Annotated[str | None, typer.Option(
         "--job", autocompletion=complete_job_ids,
@@ -71,7 +73,8 @@ def logs(
     follow: Annotated[bool, typer.Option(
         "--follow", "-f", help="Keep printing new lines until the execution ends.")] = False,
     lines: Annotated[int | None, typer.Option(
-        "--lines", "-n", min=0, help="Only the last N lines (then follow, with -f).")] = None,
+        "--lines", "-n", parser=argtypes.count("--lines", minimum=0), show_default=False,
+        help="Only the last N lines (then follow, with -f).")] = None,
     as_json: Annotated[bool, typer.Option(
         "--json", help="Print one JSON document (with -f: once the execution ended).")] = False,
 ) -> None:

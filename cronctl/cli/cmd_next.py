@@ -16,13 +16,13 @@ from typing import Annotated, Any
 
 import typer
 
+from cronctl.cli import argtypes
 from cronctl.cli.options import global_options
 from cronctl.cli.shared import iso_z
 from cronctl.cron import CronSyntaxError, Schedule, UnknownTimezoneError, load_zone
 from cronctl.errors import NotFoundError, UsageError
 
 _JOB_ID = re.compile(r"[A-Za-z0-9._-]{1,200}")
-_RELATIVE = re.compile(r"[+-]?\s*\d+(\.\d+)?\s*(ms|[smhdw])", re.IGNORECASE)
 _MAX_COUNT = 1000
 
 
@@ -84,28 +84,11 @@ def parse_from(text: str | None, now: datetime, tz: str) -> datetime:
     """``--from T``: ISO 8601 (a time without an offset is in ``tz``; a bare date is its
     midnight there), ``now``, or a duration relative to now: ``2h`` or ``+2h`` is two hours
     from now, ``-2h`` two hours ago."""
-    if text is None or text.strip().lower() == "now":
+    if text is None:
         return now
-    value = text.strip()
-    if _RELATIVE.fullmatch(value):
-        from cronctl.durations import DurationError, parse_duration
+    from cronctl.cli.argtypes import SIGNED, parse_time
 
-        sign = -1 if value.startswith("-") else 1
-        try:
-            delta = parse_duration(value.lstrip("+-").strip())
-        except DurationError as exc:
-            raise UsageError(f"--from: {exc}") from None
-        return now + sign * delta
-    try:
-        parsed = datetime.fromisoformat(value.replace("z", "Z"))
-    except ValueError:
-        raise UsageError(
-            f"--from: {text!r} is neither an ISO 8601 time (2026-03-08T07:00:00Z) nor a "
-            "relative one (2h, 3d, -1d)"
-        ) from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=load_zone(tz))
-    return parsed.astimezone(UTC)
+    return parse_time(text, now, what="--from", relative=SIGNED, zone=load_zone(tz))
 
 
 def _relative(fire: datetime, ref: datetime) -> str:
@@ -235,7 +218,8 @@ def next_command(
         help="A job id, or a cron expression in quotes ('0 8 * * MON-FRI', '@daily', "
              "'@every 90s').")],
     count: Annotated[int, typer.Option(
-        "--count", "-n", min=1, max=_MAX_COUNT, help="How many fire times to show.")] = 5,
+        "--count", "-n", parser=argtypes.count("--count", maximum=_MAX_COUNT),
+        help="How many fire times to show.")] = 5,
     start: Annotated[str | None, typer.Option(
         "--from", metavar="T",
         help="Search after T instead of now: ISO 8601 (no offset = in --tz), or relative "

@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cronctl.cli import argtypes
 from cronctl.cli.options import global_options
 from cronctl.cli.shared import (
     complete_job_ids,
     iso_z,
     open_for_writing,
     open_state,
-    parse_time,
     require_database,
 )
 from cronctl.errors import UsageError
@@ -150,6 +150,8 @@ def _requested(store: Store, job_id: str, first: datetime, last: datetime) -> se
 
 
 def _window(since: str, until: str | None, now: datetime) -> tuple[datetime, datetime]:
+    from cronctl.cli.argtypes import parse_time
+
     start = parse_time(since, now, what="--since")
     end = parse_time(until, now, what="--until") if until is not None else now
     if end > now:
@@ -169,7 +171,8 @@ def replay(
     until: Annotated[str | None, typer.Option(
         "--until", help="Window end (inclusive), default now: ISO 8601 or relative.")] = None,
     max_count: Annotated[int, typer.Option(
-        "--max", min=1, help="Queue at most N occurrences (the oldest).")] = DEFAULT_MAX,
+        "--max", parser=argtypes.count("--max", maximum=SCAN_LIMIT),
+        help="Queue at most N occurrences (the oldest).")] = DEFAULT_MAX,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Show what would be queued; write nothing.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,

@@ -10,15 +10,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cronctl.cli import argtypes
 from cronctl.cli.options import global_options
-from cronctl.cli.shared import (
-    complete_job_ids,
-    execution_json,
-    iso_z,
-    open_state,
-    parse_time,
-    relative_time,
-)
+from cronctl.cli.shared import complete_job_ids, execution_json, iso_z, open_state
 
 if TYPE_CHECKING:
     from cronctl.core.why import Verdict
@@ -34,17 +28,15 @@ def _instant(job: JobDefinition, text: str, now: datetime) -> tuple[datetime, da
     from cronctl.cron import load_zone
 
     value = text.strip()
-    if relative_time(value):
-        return parse_time(value, now, what="AT"), None
-    parsed = parse_time(value, now, what="AT")  # validates the text (one-line errors)
+    zone = load_zone(job.timezone) if job.every is None else UTC
+    at = argtypes.parse_time(value, now, what="AT", zone=zone)  # one-line errors
+    if argtypes.is_relative(value) or job.every is not None:
+        return at, None
     try:
         written = datetime.fromisoformat(value.replace("z", "Z"))
     except ValueError:
-        return parsed, None
-    if written.tzinfo is not None or job.every is not None:
-        return parsed, None
-    zone = load_zone(job.timezone)
-    return written.replace(tzinfo=zone).astimezone(UTC), written
+        return at, None  # "now"
+    return at, (written if written.tzinfo is None else None)
 
 
 def _gap_answer(job: JobDefinition, wall: datetime) -> tuple[datetime | None, bool]:

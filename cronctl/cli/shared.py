@@ -11,13 +11,12 @@ modules at the top; the config, the jobs and the store load inside the functions
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
-from cronctl.errors import NotFoundError, StoreError, UsageError
+from cronctl.errors import NotFoundError, StoreError
 
 if TYPE_CHECKING:
     from cronctl.config import Config
@@ -152,37 +151,6 @@ def get_execution(store: Store | None, execution_id: int) -> ExecutionRecord:
 
 # --- reading arguments -----------------------------------------------------------------
 
-_RELATIVE = re.compile(r"^\s*\d+(\.\d+)?\s*(ms|s|m|h|d|w)(\s*\d+(\.\d+)?\s*(ms|s|m|h|d|w))*\s*$",
-                       re.IGNORECASE)
-
-
-def relative_time(text: str) -> bool:
-    """Whether ``T`` is written as a relative duration (``2h``: two hours ago)."""
-    return bool(_RELATIVE.match(text.strip()))
-
-
-def parse_time(text: str, now: datetime, *, what: str = "--since") -> datetime:
-    """``T``: ISO 8601 (a time without an offset is UTC; ``Z`` allowed; a bare date is its
-    midnight UTC) or a relative duration meaning that long ago (``2h``, ``3d``,
-    ``1h30m``)."""
-    from cronctl.durations import DurationError, parse_duration
-
-    value = text.strip()
-    if _RELATIVE.match(value):
-        try:
-            return now - parse_duration(value)
-        except DurationError as exc:
-            raise UsageError(f"{what}: {exc}") from None
-    try:
-        parsed = datetime.fromisoformat(value.replace("z", "Z"))
-    except ValueError:
-        raise UsageError(
-            f"{what}: {text!r} is neither an ISO 8601 time (2026-03-08T07:00:00Z) nor a "
-            "relative one (2h, 3d)"
-        ) from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC)
 
 
 # --- rendering -------------------------------------------------------------------------

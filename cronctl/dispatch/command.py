@@ -48,6 +48,9 @@ TRUNCATION_MARKER = (
 )
 _READ_CHUNK = 65536
 _POLL_INTERVAL = 0.01  # only without pidfd support
+# epoll/poll take milliseconds as a C int (~24.8 days at most); a longer wait (a kill
+# timeout may be up to 100 years) would raise OverflowError, so wait in steps.
+_MAX_WAIT = 3600.0
 
 
 def _seconds(value: float) -> str:
@@ -173,7 +176,7 @@ class _Reactor:
     def _next_timeout(self) -> float | None:
         timeout: float | None = None
         if self._timers:
-            timeout = max(0.0, self._timers[0][0] - time.monotonic())
+            timeout = min(_MAX_WAIT, max(0.0, self._timers[0][0] - time.monotonic()))
         if self.pidfd_missing and self._children:
             timeout = _POLL_INTERVAL if timeout is None else min(timeout, _POLL_INTERVAL)
         return timeout

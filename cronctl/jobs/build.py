@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cronctl.cron import CronExpression, CronSyntaxError
+from cronctl.durations import MAX_DURATION, MAX_DURATION_TEXT
 from cronctl.jobs import checks
 from cronctl.jobs.convert import JOB_KEYS, SIMPLE, BadValue, to_command, to_text
 from cronctl.jobs.model import (
@@ -35,6 +36,7 @@ from cronctl.jobs.registry import ServiceRegistry
 from cronctl.jobs.violation import Violation, did_you_mean
 
 ID_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,200}")
+MAX_SECONDS = MAX_DURATION.total_seconds()
 _COMMAND_ONLY = ("shell", "env", "cwd")
 _SCHEDULE_INPUTS = frozenset({"cron", "every", "anchor", "timezone", "dst_gap", "dst_fold",
                               "timeout", "misfire_policy"})
@@ -87,6 +89,25 @@ def check_id(job_id: Any) -> str | None:
         shown = " ".join(repr(c) for c in bad)
         return f"id {job_id!r} may only hold letters, digits, '.', '_' and '-' (found {shown})"
     return None
+
+
+def _retry_problem(conv: Mapping[str, Any], values: Mapping[str, Any]
+                   ) -> tuple[str, str] | None:
+    """The last retry waits ``retry_backoff * 2**(max_attempts - 2)``: it must stay within
+    the 100-year bound of every duration (and of the clocks that wait for it)."""
+    if "max_attempts" not in values and "retry_backoff" not in values:
+        return None
+    attempts: int = conv.get("max_attempts", 3)
+    backoff: timedelta = conv.get("retry_backoff", timedelta(seconds=10))
+    if attempts < 2 or backoff.total_seconds() * 2.0 ** (attempts - 2) <= MAX_SECONDS:
+        return None
+    fits = 2
+    while backoff.total_seconds() * 2.0 ** (fits - 1) <= MAX_SECONDS:
+        fits += 1
+    key = "max_attempts" if "max_attempts" in values else "retry_backoff"
+    return key, (f"retry_backoff doubles each attempt, so with max_attempts = {attempts} the "
+                 f"last retry would wait more than {MAX_DURATION_TEXT}; with this "
+                 f"retry_backoff use max_attempts <= {fits}")
 
 
 def build_job(raw: RawJob, ctx: BuildContext) -> BuildResult:
@@ -196,6 +217,9 @@ def build_job(raw: RawJob, ctx: BuildContext) -> BuildResult:
         schedule = checks.make_schedule(expression, every, anchor, timezone, dst_gap, dst_fold)
         for kind, key, message in checks.check_schedule(schedule, ctx.now, timeout, misfire):
             (violation if kind == "violation" else warning)(key, message)
+    retry_problem = _retry_problem(conv, values)
+    if retry_problem:
+        violation(*retry_problem)
     if ctx.check_targets and enabled and not failed & {"target", "enabled"}:
         problem = None
         if isinstance(target, ServiceTarget):

@@ -58,11 +58,19 @@ def to_text(value: Any, *, blank_ok: bool = True) -> str:
     return value
 
 
-def to_positive_int(value: Any) -> int:
+# Counts are bounded too (SPEC section 5): a value out of range is a violation.
+MAX_ATTEMPTS = 100
+MAX_CATCHUP = 100_000
+
+
+def to_positive_int(value: Any, *, maximum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise BadValue(f"must be a whole number >= 1, not {_type_name(value)} ({value!r})")
     if value < 1:
         raise BadValue(f"must be >= 1, not {value}")
+    if value > maximum:
+        shown = str(value) if value < 10**30 else f"{str(value)[:20]}..."
+        raise BadValue(f"must be at most {maximum}, not {shown}")
     return value
 
 
@@ -195,8 +203,8 @@ SIMPLE: Mapping[str, Callable[[Any], Any]] = {
     "serial_group": lambda v: to_text(v, blank_ok=False),
     "misfire_policy": _enum(MisfirePolicy),
     "misfire_threshold": to_duration,
-    "catchup_limit": to_positive_int,
-    "max_attempts": to_positive_int,
+    "catchup_limit": lambda v: to_positive_int(v, maximum=MAX_CATCHUP),
+    "max_attempts": lambda v: to_positive_int(v, maximum=MAX_ATTEMPTS),
     "retry_backoff": to_duration,
     "timeout": lambda v: to_duration(v, positive=True),
     "kill_timeout": to_duration,

@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -302,3 +303,17 @@ def test_interceptors_see_commands_too() -> None:
         dispatcher.shutdown()
     assert events == [("dispatch", 5), ("complete", ExecutionStatus.SUCCEEDED),
                       ("dispatch", 6), ("complete", ExecutionStatus.FAILED)]
+
+
+def test_a_kill_timeout_longer_than_the_selector_can_wait(dispatcher: CommandDispatcher) -> None:
+    """epoll cannot wait more than ~24.8 days (INT_MAX ms): a long kill_timeout (durations
+    may be up to 100 years) must not kill the reactor thread."""
+    patient = replace(job(PY, "-c", TRAPS_TERM), kill_timeout=timedelta(days=30))
+    sink, done = RecordingSink(), OutcomeRecorder()
+    handle = dispatcher.start(request_for(patient), sink, done)
+    assert sink.wait_for("ready")
+    handle.cancel()
+    assert sink.wait_for("got TERM")
+    _, quick = run(dispatcher, job("true"))  # the reactor still spawns and reaps
+    assert quick.outcomes and quick.outcomes[0].status is ExecutionStatus.SUCCEEDED
+    assert not done.outcomes  # still within its 30 days of grace

@@ -150,6 +150,24 @@ def test_history_filters(env: Env) -> None:
     assert ids_of("backup", "--status", "dead_letter") == []
 
 
+def test_history_until_bounds_the_window(env: Env) -> None:
+    old, middle, new = (env.execution("backup", m, ExecutionStatus.SUCCEEDED)
+                        for m in (300, 200, 100))
+
+    def ids_of(*args: str) -> list[int]:
+        run = env.cli("history", *args, "--json")
+        assert run.code == 0, run.stderr
+        return [r["id"] for r in run.json()["executions"]]  # type: ignore[index]
+
+    assert ids_of("--until", "150m") == [middle, old]
+    assert ids_of("--since", "250m", "--until", "150m") == [middle]
+    until = (NOW - timedelta(minutes=200)).isoformat().replace("+00:00", "Z")
+    assert ids_of("backup", "--until", until) == [middle, old]  # inclusive
+    backwards = env.cli("history", "--since", "1h", "--until", "2h")
+    assert backwards.code == 2 and "is after --until" in backwards.stderr
+    assert new
+
+
 def test_history_default_limit_is_20(env: Env) -> None:
     for m in range(25):
         env.execution("backup", m + 1, ExecutionStatus.SUCCEEDED)

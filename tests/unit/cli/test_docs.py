@@ -83,5 +83,5 @@ def test_every_option_of_every_command_is_in_its_man_entry() -> None:
 def test_global_options_are_in_the_man_page() -> None:
     man = _man_text("cronctl.1")
     for opt in ("--config", "-c", "--database", "--jobs-dir", "--verbose", "-v", "--quiet",
-                "-q", "--no-color"):
+                "-q", "--no-color", "--version"):
         assert re.search(rf"(?<![\w-]){re.escape(opt)}(?![\w-])", man), opt

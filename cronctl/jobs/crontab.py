@@ -1,0 +1,377 @@
+"""``cronctl import-crontab``'s converter: a crontab's text in, cronctl jobs (and the
+lines it could not convert, each with its reason) out. Pure: no files, no clock.
+
+Each job keeps cron's behaviour: the command runs with ``/bin/sh`` (``shell = true``), an
+unescaped ``%`` starts its standard input, it is not retried (``max_attempts = 1``) and
+runs may overlap (``overlap_policy = "allow"``); its fire times are exactly cron's
+(:mod:`cronctl.jobs.crontab_fields` for the day rule; ``dst_gap``/``dst_fold`` follow
+Debian cron: jobs with a fixed minute and hour run once after a DST gap and once in a
+fold, the others skip the gap and run in both passes of a fold).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import tomllib
+import zoneinfo
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import tomli_w
+
+from cronctl.cron import CronSyntaxError, Schedule
+from cronctl.jobs.crontab_fields import (
+    DOM,
+    DOW,
+    HOUR,
+    MINUTE,
+    MONTH,
+    FieldError,
+    cronctl_text,
+    parse_cron_field,
+    translate_days,
+)
+
+_MACROS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
+_ENV = re.compile(r"\s*([^\s=]+)\s*=(.*)")
+_ID_MAX = 60
+_MAX_DELAY_MINUTES = 36525 * 1440
+_WRAPPERS = frozenset({"nice", "ionice", "nohup", "exec", "env", "sudo", "time", "chronic",
+                       "timeout", "setsid", "stdbuf", "command", "if", "then", "else", "do",
+                       "!"})
+_RUNNERS = frozenset({"sh", "bash", "dash", "zsh", "python", "python3", "perl", "php", "ruby",
+                      "node", "run-parts"})
+_SKIP = frozenset({"cd", "test", "[", "[[", "true", ":"})
+_SEPARATORS = frozenset({";", "&&", "||", "|", "&", "(", ")", "{", "}"})
+
+
+@dataclass(frozen=True)
+class CrontabJob:
+    """One converted line. ``table`` is its ``[jobs.<id>]`` table."""
+
+    id: str
+    line: int
+    text: str  # the source line as written
+    cron: str
+    timezone: str
+    command: str
+    user: str | None = None  # the user column of a system crontab
+    env: Mapping[str, str] = field(default_factory=dict)
+    dst: tuple[str, str] | None = None  # (dst_gap, dst_fold) where auto would differ
+    jitter: str | None = None
+
+    @property
+    def table(self) -> dict[str, Any]:
+        table: dict[str, Any] = {"cron": self.cron, "timezone": self.timezone,
+                                 "command": self.command, "shell": True, "max_attempts": 1,
+                                 "overlap_policy": "allow"}
+        if self.dst is not None:
+            table["dst_gap"], table["dst_fold"] = self.dst
+        if self.jitter is not None:
+            table["jitter"] = self.jitter
+        if self.env:
+            table["env"] = dict(self.env)
+        return table
+
+
+@dataclass(frozen=True)
+class NotConverted:
+    line: int
+    text: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Conversion:
+    jobs: tuple[CrontabJob, ...]
+    not_converted: tuple[NotConverted, ...]
+    system: bool
+
+
+@dataclass
+class _State:
+    default_zone: str
+    env: dict[str, str] = field(default_factory=dict)
+    cron_tz: str | None = None
+    jitter: str | None = None
+
+    @property
+    def zone(self) -> str:
+        """CRON_TZ, else TZ, else the zone cron ran in (``:Zone`` is POSIX for Zone)."""
+        return (self.cron_tz or self.env.get("TZ") or self.default_zone).lstrip(":")
+
+
+def convert_crontab(text: str, *, default_zone: str = "UTC", system: bool = False,
+                    taken_ids: Collection[str] = (), now: datetime | None = None
+                    ) -> Conversion:
+    """Convert a crontab. ``system``: lines have a user column (/etc/crontab, cron.d).
+    ``default_zone``: the zone of lines before any CRON_TZ/TZ (cron's local time).
+    ``taken_ids``: ids the new jobs must not reuse. With ``now``, a job that would not
+    fire within cronctl's 4-year horizon from then is reported instead."""
+    state = _State(default_zone)
+    jobs: list[CrontabJob] = []
+    problems: list[NotConverted] = []
+    used = set(taken_ids)
+    for number, raw in enumerate(text.split("\n"), start=1):
+        line = raw[:-1] if raw.endswith("\r") else raw
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        try:
+            env = _ENV.fullmatch(line)
+            if env is not None and not stripped.startswith("@"):
+                _set_env(state, env.group(1), _env_value(env.group(2)))
+                continue
+            job = _entry(line, number, state, system, used, now)
+        except _Skip as exc:
+            problems.append(NotConverted(number, line, str(exc)))
+            continue
+        used.add(job.id)
+        jobs.append(job)
+    return Conversion(tuple(jobs), tuple(problems), system)
+
+
+class _Skip(Exception):
+    """This line is not converted; the message says why."""
+
+
+def _env_value(raw: str) -> str:
+    """Vixie cron: trailing blanks go; one pair of matching outer quotes goes."""
+    value = raw.strip()
+    if len(value) >= 2 and value[0] in "'\"" and value[-1] == value[0]:
+        return value[1:-1]
+    return value
+
+
+def _set_env(state: _State, name: str, value: str) -> None:
+    if name in ("CRON_TZ", "TZ"):
+        if value and not known_zone(value.lstrip(":")):
+            raise _Skip(f"unknown time zone {value!r} in {name}; the lines after it keep "
+                        f"{state.zone}")
+        if name == "CRON_TZ":
+            state.cron_tz = value or None
+        else:
+            state.env["TZ"] = value
+    elif name == "MAILTO":
+        if value:
+            raise _Skip(f"cron mails the output of the jobs after it to {value}; cronctl does "
+                        "not mail job output (send failure events with [notify], e.g. "
+                        "command = [\"/usr/sbin/sendmail\", \"-t\"])")
+    elif name == "RANDOM_DELAY":  # cronie: a random delay of up to N minutes
+        if not (value.isascii() and value.isdigit()) or int(value) > _MAX_DELAY_MINUTES:
+            raise _Skip(f"RANDOM_DELAY must be a number of minutes up to "
+                        f"{_MAX_DELAY_MINUTES} (100 years), not {value!r}")
+        state.jitter = f"{int(value)}m" if int(value) else None
+    else:
+        state.env[name] = value
+
+
+def known_zone(name: str) -> bool:
+    """Whether ``name`` is an IANA zone this machine knows."""
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        return False
+    return True
+
+
+def _entry(line: str, number: int, state: _State, system: bool, used: set[str],
+           now: datetime | None) -> CrontabJob:
+    fields, user, rest = _split(line, system)
+    if fields[0].startswith("@"):
+        macro = fields[0].lower()
+        if macro == "@reboot":
+            raise _Skip("@reboot runs once when cron starts; cronctl has no start-up jobs "
+                        "(run it from a systemd unit instead)")
+        if macro not in _MACROS:
+            raise _Skip(f"{fields[0]} is not a cron macro")
+        expression, cron_fixed = macro, macro != "@hourly"
+        hour_text = "*" if macro == "@hourly" else "0"
+    else:
+        expression, cron_fixed = _expression(fields)
+        hour_text = expression.split()[2]
+    command, stdin = split_percent(rest)
+    if not command.strip():
+        raise _Skip("no command")
+    zone = state.zone
+    # cronctl's auto policy looks at the hour field alone; Debian cron at minute and hour.
+    dst = None
+    if cron_fixed == hour_text.startswith("*"):
+        dst = ("shift", "first") if cron_fixed else ("skip", "both")
+    try:
+        schedule = Schedule(expression, zone, *(dst or ("auto", "auto")))
+    except CronSyntaxError as exc:
+        raise _Skip(str(exc)) from None
+    if now is not None and schedule.next_after(now) is None:
+        raise _Skip("does not fire within 4 years (cronctl's search horizon)")
+    return CrontabJob(
+        id=unique_id(derive_id(command), used), line=number, text=line, cron=expression,
+        timezone=zone, command=shell_command(command, stdin, state.env.get("SHELL")),
+        user=user, env=dict(state.env), dst=dst, jitter=state.jitter)
+
+
+def _split(line: str, system: bool) -> tuple[list[str], str | None, str]:
+    """(time fields, user, the rest of the line as written)."""
+    count = 1 if line.lstrip().startswith("@") else 5
+    count += 1 if system else 0
+    parts = line.lstrip().split(None, count)
+    if len(parts) <= count:
+        what = "a user and a command" if system else "a command"
+        raise _Skip(f"expected {'a macro' if count <= 2 else '5 time fields'} and {what}")
+    rest = parts[count]
+    user = parts[count - 1] if system else None
+    return parts[:count - (1 if system else 0)], user, rest
+
+
+def _expression(fields: list[str]) -> tuple[str, bool]:
+    """The cronctl expression (second 0) and whether Debian cron treats the line as
+    fixed-time (neither minute nor hour starts with ``*``) for DST."""
+    try:
+        parsed = [parse_cron_field(i, text) for i, text in enumerate(fields)]
+    except FieldError as exc:
+        raise _Skip(str(exc)) from None
+    minute, hour = (cronctl_text(i, fields[i], parsed[i]) for i in (MINUTE, HOUR))
+    month = cronctl_text(MONTH, fields[MONTH], parsed[MONTH])
+    days = translate_days(fields[DOM].upper(), fields[DOW].upper(), parsed[DOM], parsed[DOW],
+                          parsed[MONTH].values)
+    if days.problem is not None:
+        raise _Skip(days.problem)
+    fixed = not fields[MINUTE].startswith("*") and not fields[HOUR].startswith("*")
+    return f"0 {minute} {hour} {days.dom} {month} {days.dow}", fixed
+
+
+def split_percent(rest: str) -> tuple[str, str | None]:
+    """Vixie cron's ``%``: the first unescaped ``%`` ends the command and starts its
+    standard input, where each further ``%`` is a newline; ``\\%`` is a literal ``%`` in
+    both (the backslash goes); other backslashes stay."""
+    command: list[str] = []
+    escaped = False
+    for i, ch in enumerate(rest):
+        if escaped:
+            escaped = False
+            if ch == "%":
+                command[-1] = "%"  # the backslash is replaced
+                continue
+        elif ch == "\\":
+            escaped = True
+        elif ch == "%":
+            return "".join(command), _stdin(rest[i + 1:])
+        command.append(ch)
+    return "".join(command), None
+
+
+def _stdin(text: str) -> str:
+    out: list[str] = []
+    escaped = False
+    for ch in text:
+        if escaped:
+            if ch != "%":
+                out.append("\\")
+        elif ch == "%":
+            ch = "\n"
+        escaped = ch == "\\"
+        if not escaped:
+            out.append(ch)
+    if escaped:
+        out.append("\\")
+    return "".join(out)
+
+
+def shell_command(command: str, stdin: str | None, shell: str | None) -> str:
+    """One ``/bin/sh`` command line that does what cron did: ``$SHELL -c command`` with
+    ``stdin`` (when given) on its standard input."""
+    if shell and shell != "/bin/sh":
+        body = f"{shlex.quote(shell)} -c {shlex.quote(command)}"
+        return f"exec {body}" if stdin is None else f"printf '%s' {shlex.quote(stdin)} | {body}"
+    if stdin is None:
+        return command
+    # A subshell reads the text, as cron's shell did; a newline before ")" keeps a
+    # trailing comment or backslash of the command from swallowing it.
+    closing = "\n)" if "#" in command or command.endswith("\\") else " )"
+    return f"printf '%s' {shlex.quote(stdin)} | ( {command}{closing}"
+
+
+def derive_id(command: str) -> str:
+    """A readable id from what the command runs: ``/usr/local/bin/backup.sh --full`` is
+    ``backup``; ``cd /srv && php artisan schedule:run`` is ``artisan``; ``run-parts
+    /etc/cron.daily`` is ``cron.daily``."""
+    try:
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        words = list(lexer)
+    except ValueError:
+        words = command.split()
+    segments: list[list[str]] = [[]]
+    for word in words:
+        if word in _SEPARATORS:
+            segments.append([])
+        elif not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", word) or segments[-1]:
+            segments[-1].append(word)
+    for segment in segments:
+        words = [w for w in segment if not w.startswith("-") and not w.isdigit()]
+        while words and words[0] in _WRAPPERS:
+            words = words[1:]
+        if not words or words[0] in _SKIP:
+            continue
+        if len(words) > 1 and words[0].rsplit("/", 1)[-1] in _RUNNERS:
+            words = words[1:]
+        if words:
+            return _clean(words[0].rstrip("/").rsplit("/", 1)[-1])
+    return "job"
+
+
+def _clean(name: str) -> str:
+    name = re.sub(r"\.(sh|bash|py|pl|php|rb|js)$", "", name)
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-._")
+    return name[:_ID_MAX].rstrip("-._") or "job"
+
+
+def unique_id(base: str, used: Collection[str]) -> str:
+    """``base``, or ``base-2``, ``base-3``, ... when taken."""
+    if base not in used:
+        return base
+    n = 2
+    while f"{base}-{n}" in used:
+        n += 1
+    return f"{base}-{n}"
+
+
+# --- TOML ----------------------------------------------------------------------------------
+
+
+def _comment(text: str) -> str:
+    """TOML comments may not hold control characters (except tab)."""
+    return "".join(ch if ch == "\t" or (ord(ch) >= 32 and ord(ch) != 127)
+                   else f"\\x{ord(ch):02x}" for ch in text)
+
+
+def render_toml(conversion: Conversion, *, source: str) -> str:
+    """The job file: a header, then per job a comment naming its source line and its
+    ``[jobs.<id>]`` table (tomli-w writes the tables; it cannot write comments)."""
+    out = [f"# Converted from {_comment(source)} by `cronctl import-crontab`.",
+           "# Each job keeps cron's behaviour: its command runs with /bin/sh (shell = true), "
+           "a failure",
+           "# is not retried (max_attempts = 1) and runs may overlap (overlap_policy = "
+           "\"allow\").",
+           "# cron's default environment (PATH=/usr/bin:/bin, HOME, LOGNAME) and working "
+           "directory",
+           "# ($HOME) are not reproduced: the job inherits cronctl's, plus its env."]
+    if conversion.not_converted:
+        out.append("#")
+        out.append("# Not converted:")
+        for problem in conversion.not_converted:
+            out.append(f"#   line {problem.line}: {_comment(problem.text.strip())}")
+            out.append(f"#     {_comment(problem.reason)}")
+    tables: dict[str, Any] = {}
+    for job in conversion.jobs:
+        who = f" (user {job.user})" if job.user else ""
+        out.append("")
+        out.append(f"# {_comment(source)} line {job.line}{who}: {_comment(job.text.strip())}")
+        out.append(tomli_w.dumps({"jobs": {job.id: job.table}}).rstrip("\n"))
+        tables[job.id] = job.table
+    document = "\n".join(out) + "\n"
+    assert tomllib.loads(document).get("jobs", {}) == tables  # the comments broke nothing
+    return document

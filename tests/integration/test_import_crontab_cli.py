@@ -1,0 +1,185 @@
+"""``cronctl import-crontab`` through the real CLI (``python -m cronctl``): the file it
+writes (and that ``validate`` accepts), ``--dry-run``, ``--json``, exit codes, refusing to
+overwrite, bad files, and that a converted ``%`` command gets cron's standard input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+CLEAN = """\
+# m h dom mon dow command
+PATH=/usr/local/bin:/usr/bin:/bin
+CRON_TZ=Europe/Berlin
+0 4 1-31 * 1 /usr/local/bin/backup.sh --inc
+*/15 9-17 * * mon-fri /opt/poll
+@daily date +\\%F > /tmp/today
+"""
+
+WITH_PROBLEMS = CLEAN + """\
+0 4 */2 * 1 /usr/local/bin/backup.sh --full
+@reboot /opt/start
+MAILTO=ops@example.com
+99 * * * * bad
+"""
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> dict[str, object]:
+        doc = json.loads(self.out)
+        assert isinstance(doc, dict)
+        return doc
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    (tmp_path / "cronctl.toml").write_text('[scheduler]\ndatabase = "none"\n')
+    return tmp_path
+
+
+def cronctl(cwd: Path, *args: str, stdin: str | None = None) -> Run:
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(ROOT),
+           "TZ": "UTC"}
+    proc = subprocess.run([sys.executable, "-m", "cronctl", *args], cwd=cwd, env=env,
+                          input=stdin, capture_output=True, text=True, timeout=60)
+    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
+    return Run(proc.returncode, proc.stdout, proc.stderr)
+
+
+def test_writes_the_job_file_into_jobs_dir_and_validate_accepts_it(workdir: Path) -> None:
+    (workdir / "mycron").write_text(CLEAN)
+    run = cronctl(workdir, "import-crontab", "mycron")
+    assert run.code == 0, run.err
+    written = workdir / "jobs.d" / "mycron.toml"
+    assert f"3 jobs converted, written to {written}" in run.out
+    jobs = tomllib.loads(written.read_text())["jobs"]
+    assert jobs["backup"]["cron"] == "0 0 4 * * *"  # cron's OR with 1-31: every day
+    assert jobs["backup"]["timezone"] == "Europe/Berlin"
+    assert jobs["poll"]["dst_gap"] == "skip"
+    assert jobs["date"]["command"] == "date +%F > /tmp/today"
+    assert "# mycron line 4: 0 4 1-31 * 1 /usr/local/bin/backup.sh --inc" in written.read_text()
+    checked = cronctl(workdir, "validate", "--json")
+    assert checked.code == 0, checked.out
+    assert checked.json()["ok"] is True
+
+
+def test_not_converted_lines_give_exit_1_and_one_line_each(workdir: Path) -> None:
+    (workdir / "mycron").write_text(WITH_PROBLEMS)
+    run = cronctl(workdir, "import-crontab", "mycron")
+    assert run.code == 1
+    problems = [line for line in run.err.splitlines() if "not converted" in line]
+    assert [p.split(":")[1] for p in problems] == ["7", "8", "9", "10"]
+    assert "both */2 (day of month) and 1 (day of week)" in problems[0]
+    text = (workdir / "jobs.d" / "mycron.toml").read_text()  # the rest is still written
+    assert len(tomllib.loads(text)["jobs"]) == 3
+    assert "#   line 8: @reboot /opt/start" in text
+
+
+def test_dry_run_prints_and_writes_nothing(workdir: Path) -> None:
+    (workdir / "mycron").write_text(CLEAN)
+    run = cronctl(workdir, "import-crontab", "mycron", "--dry-run")
+    assert run.code == 0
+    assert len(tomllib.loads(run.out)["jobs"]) == 3  # stdout is the TOML alone
+    assert "3 jobs converted" in run.err
+    assert not (workdir / "jobs.d").exists()
+
+
+def test_json_shape(workdir: Path) -> None:
+    (workdir / "mycron").write_text(WITH_PROBLEMS)
+    run = cronctl(workdir, "import-crontab", "mycron", "--json")
+    assert run.code == 1
+    doc = run.json()
+    assert doc["written"] == str(workdir / "jobs.d" / "mycron.toml")
+    jobs = doc["jobs"]
+    assert isinstance(jobs, list)
+    assert jobs[0] == {"id": "backup", "line": 4, "cron": "0 0 4 * * *",
+                       "timezone": "Europe/Berlin", "command": "/usr/local/bin/backup.sh --inc",
+                       "user": None}
+    problems = doc["not_converted"]
+    assert isinstance(problems, list)
+    assert problems[1] == {"line": 8, "text": "@reboot /opt/start",
+                           "reason": problems[1]["reason"]}
+    assert set(problems[3]) == {"line", "text", "reason"}
+    assert run.err == "" or "not converted" not in run.err
+    dry = cronctl(workdir, "import-crontab", "mycron", "--json", "--dry-run", "--force")
+    assert dry.json()["written"] is None
+    assert "[jobs.backup]" in str(dry.json()["toml"])
+
+
+def test_never_overwrites_without_force(workdir: Path) -> None:
+    (workdir / "mycron").write_text(CLEAN)
+    assert cronctl(workdir, "import-crontab", "mycron").code == 0
+    target = workdir / "jobs.d" / "mycron.toml"
+    target.write_text("# edited by hand\n")
+    again = cronctl(workdir, "import-crontab", "mycron")
+    assert again.code == 1
+    assert again.err.strip() == (f"error: {target} already exists; --force overwrites it, "
+                                 "--out PATH writes elsewhere, --dry-run only prints")
+    assert target.read_text() == "# edited by hand\n"
+    forced = cronctl(workdir, "import-crontab", "mycron", "--force")
+    assert forced.code == 0
+    # Its own old ids do not count as taken: the same ids again, not backup-2.
+    assert "backup" in tomllib.loads(target.read_text())["jobs"]
+
+
+def test_out_stdin_and_system_format(workdir: Path) -> None:
+    crontab = "17 * * * * root cd / && run-parts --report /etc/cron.hourly\n"
+    run = cronctl(workdir, "import-crontab", "-", "--system", "--out", "-", stdin=crontab)
+    assert run.code == 0
+    jobs = tomllib.loads(run.out)["jobs"]
+    assert jobs["cron.hourly"]["command"] == "cd / && run-parts --report /etc/cron.hourly"
+    assert jobs["cron.hourly"]["timezone"] == "UTC"  # $TZ: the machine's zone
+    assert "ran as root under cron" in run.err
+    out = workdir / "elsewhere.toml"
+    written = cronctl(workdir, "import-crontab", "-", "--system", "--out", str(out), "--tz",
+                      "Asia/Tokyo", stdin=crontab)
+    assert written.code == 0
+    assert tomllib.loads(out.read_text())["jobs"]["cron.hourly"]["timezone"] == "Asia/Tokyo"
+
+
+@pytest.mark.parametrize("setup, args, code, message", [
+    (None, ("missing",), 1, "error: cannot read missing: No such file or directory"),
+    ("dir", ("adir",), 1, "error: cannot read adir: it is a directory, not a crontab"),
+    ("binary", ("bin.cron",), 1, "error: cannot read bin.cron: not UTF-8 text (line 2, byte 12)"),
+    (None, ("-", "--tz", "Mars/Base"), 2, "error: --tz: unknown time zone 'Mars/Base'; use an "
+     "IANA name like 'Europe/Berlin'"),
+])
+def test_bad_input_is_one_line(workdir: Path, setup: str | None, args: tuple[str, ...],
+                               code: int, message: str) -> None:
+    if setup == "dir":
+        (workdir / "adir").mkdir()
+    elif setup == "binary":
+        (workdir / "bin.cron").write_bytes(b"0 0 * *\n * x\xff\xfe\n")
+    run = cronctl(workdir, "import-crontab", *args, stdin="")
+    assert run.code == code
+    assert run.err.strip() == message
+    assert run.out == ""
+
+
+@pytest.mark.parametrize("shell", ["", "SHELL=/bin/bash\n"])
+def test_a_converted_percent_command_gets_crons_standard_input(workdir: Path,
+                                                               shell: str) -> None:
+    sink = workdir / "got"
+    # What cron feeds: after the first unescaped %, each % is a newline; \% is a %.
+    line = f"0 0 * * * cat > {sink}; echo \\%done >> {sink}%it's 100\\% %  two\\x\n"
+    run = cronctl(workdir, "import-crontab", "-", "--out", "-", stdin=shell + line)
+    assert run.code == 0, run.err
+    (job,) = tomllib.loads(run.out)["jobs"].values()
+    assert job["shell"] is True
+    subprocess.run(["/bin/sh", "-c", job["command"]], check=True, timeout=30,
+                   env={"PATH": "/usr/bin:/bin"})
+    assert sink.read_text() == "it's 100% \n  two\\x%done\n"
