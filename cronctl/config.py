@@ -48,6 +48,8 @@ class Config:
     heartbeat_interval: timedelta = timedelta(seconds=5)
     clock_skew_limit: timedelta = timedelta(minutes=5)
     auto_migrate: bool = True
+    # Extra directories python: targets and service packages (entry points) load from.
+    python_path: tuple[Path, ...] = ()
     # False when jobs_dir is the default: a missing default ``jobs.d`` is only a warning
     # (no file at all is a valid configuration), a missing configured one a violation.
     jobs_dir_required: bool = True
@@ -70,6 +72,7 @@ class Config:
             jobs_dir_required=self.jobs_dir_required,
             memory_database=self.in_memory,
             tracked_default=self.tracked,
+            python_path=self.python_path,
         )
 
 
@@ -96,6 +99,7 @@ SCHEDULER_KEYS = (
     "max_concurrent_jobs",
     *_DURATION_KEYS,
     "auto_migrate",
+    "python_path",
 )
 
 
@@ -265,6 +269,11 @@ def _convert(key: str, value: Any, base_dir: Path) -> Any:
         if value > MAX_CONCURRENT_JOBS:
             raise ValueError(f"must be at most {MAX_CONCURRENT_JOBS}")
         return value
+    if key == "python_path":
+        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip()
+                                                  for v in value):
+            raise ValueError("must be a list of directories, e.g. [\"lib\"]")
+        return tuple((base_dir / Path(v).expanduser()).absolute() for v in value)
     if key in _DURATION_KEYS:
         try:
             return parse_duration(value, allow_zero=key in ("clock_skew_limit", "shutdown_timeout"))

@@ -96,9 +96,11 @@ def find_job(settings: JobSettings, job_id: str, *, now: datetime | None = None)
 
 
 def importable_from(base_dir: Path) -> None:
-    """``python:`` targets also import from the config file's directory (a module next to
-    ``cronctl.toml``), after ``PYTHONPATH`` and the installed packages, which keep
-    precedence: appended, never prepended, so a local file cannot shadow a package."""
+    """``python:`` targets (and service packages, whose entry points are found on the
+    same path) also load from ``[scheduler] python_path`` and the config file's directory
+    (a module next to ``cronctl.toml``), after ``PYTHONPATH`` and the installed packages,
+    which keep precedence: appended, never prepended, so a local file cannot shadow a
+    package."""
     path = str(base_dir.resolve())
     if path not in sys.path:
         sys.path.append(path)
@@ -107,7 +109,8 @@ def importable_from(base_dir: Path) -> None:
 def _load(settings: JobSettings, *, now: datetime | None, registry: ServiceRegistry | None
           ) -> _Loaded:
     now = now if now is not None else datetime.now(UTC)
-    importable_from(settings.base_dir)
+    for directory in (*settings.python_path, settings.base_dir):
+        importable_from(directory)
     clear_python_cache()
     if registry is None:
         registry = discover_services()

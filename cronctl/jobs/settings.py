@@ -17,7 +17,9 @@ class JobSettings:
     ``base_dir`` is what relative paths in job files are relative to (the config file's
     directory); ``jobs_dir_required`` is False for the default ``jobs.d``, whose absence
     is only a warning; ``memory_database`` (``database = "none"``) allows every-instance
-    jobs only; ``tracked_default`` is ``[scheduler] tracked``.
+    jobs only; ``tracked_default`` is ``[scheduler] tracked``; ``python_path`` lists extra
+    directories that ``python:`` modules and service packages (with their entry points)
+    are loaded from.
     """
 
     jobs_dir: Path
@@ -25,3 +27,4 @@ class JobSettings:
     jobs_dir_required: bool = True
     memory_database: bool = False
     tracked_default: bool = True
+    python_path: tuple[Path, ...] = ()
