@@ -166,3 +166,27 @@ def test_malformed_config_names_the_line() -> None:
 )
 def test_redact_url(url: str, shown: str) -> None:
     assert redact_url(url) == shown
+
+
+def test_python_path_is_relative_to_the_file_and_reaches_the_job_settings() -> None:
+    Path("cronctl.toml").write_text('[scheduler]\npython_path = ["lib", "/opt/tasks"]\n')
+    config = load_config(GlobalOptions())
+    assert config.python_path == (Path.cwd() / "lib", Path("/opt/tasks"))
+    assert config.job_settings.python_path == config.python_path
+    Path("cronctl.toml").write_text('[scheduler]\npython_path = "lib"\n')
+    [bad] = read_config(GlobalOptions()).violations
+    assert bad.key == "scheduler.python_path" and "list of directories" in bad.message
+
+
+def test_python_path_loads_modules_from_there(tmp_path: Path) -> None:
+    from cronctl.jobs.loader import load_jobs
+
+    lib = Path("lib")
+    lib.mkdir()
+    (lib / "elsewhere_tasks_pp.py").write_text("def run():\n    pass\n")
+    Path("jobs.d").mkdir()
+    Path("jobs.d/a.toml").write_text(
+        '[jobs.pp]\nevery = "1h"\ntarget = "python:elsewhere_tasks_pp:run"\n')
+    Path("cronctl.toml").write_text('[scheduler]\npython_path = ["lib"]\ndatabase = "none"\n')
+    result = load_jobs(load_config(GlobalOptions()).job_settings)
+    assert result.violations == () and [j.id for j in result.jobs if j.id == "pp"] == ["pp"]
