@@ -32,6 +32,7 @@ from cronctl.runtime.logsetup import ids
 from cronctl.runtime.notify import Notifier, SystemdNotifier
 from cronctl.runtime.records import first_line
 from cronctl.runtime.serialize import serialized
+from cronctl.runtime.watch import watch_for
 from cronctl.store.base import ExecutionRecord, Store
 
 log = logging.getLogger("cronctl.runtime")
@@ -103,6 +104,7 @@ class Scheduler:
                                   back=lambda: self._inbox.put(("store back",)))
         self.io.on_unavailable = self.health.failed
         self.firing.health = self.health
+        self.watch = self.firing.watch = watch_for(self)  # metrics (section 7); or no-ops
         self._thread = threading.Thread(target=self._loop, name="cronctl-scheduler",
                                         daemon=True)
         self._ready = threading.Event()
@@ -401,6 +403,7 @@ class Scheduler:
 
     def _poll(self) -> None:
         """On the scheduler thread: hand the I/O thread what to poll for."""
+        self.watch.loop(self.core.waiting)
         if not self.store.persistent and not self.firing.running:
             return
         live = [r.execution_id for r in self.firing.running.values()
