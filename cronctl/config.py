@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from cronctl.durations import DurationError, parse_duration
 from cronctl.errors import ConfigError
+from cronctl.jobs.notify import NotifySpec, read_notify
 from cronctl.jobs.settings import JobSettings
 from cronctl.jobs.violation import Violation, did_you_mean, display_path, one_line
 from cronctl.store.urls import redact
@@ -53,6 +54,8 @@ class Config:
     jobs_dir_required: bool = True
     # [metrics] listen: (host, port) that ``cronctl run`` serves /metrics and /healthz on.
     metrics_listen: tuple[str, int] | None = None
+    # [notify]: the notifications of every job (a job's notify table overrides it by key).
+    notify: NotifySpec = NotifySpec()
 
     @property
     def in_memory(self) -> bool:
@@ -99,7 +102,7 @@ SCHEDULER_KEYS = (
     *_DURATION_KEYS,
     "auto_migrate",
 )
-SECTIONS = ("scheduler", "metrics")
+SECTIONS = ("scheduler", "metrics", "notify")
 METRICS_KEYS = ("listen",)
 LOOPBACK = "127.0.0.1"
 
@@ -238,9 +241,18 @@ def _read_file(path: Path) -> tuple[dict[str, Any], list[Violation], dict[str, A
 
 def _read_sections(path: Path, sections: dict[str, Any], violations: list[Violation]
                    ) -> dict[str, Any]:
-    """The Config changes of ``[metrics]`` (section 7); problems go to ``violations``."""
+    """The Config changes of ``[metrics]`` and ``[notify]`` (section 7); problems go to
+    ``violations``."""
     changes: dict[str, Any] = {}
     shown = display_path(path)
+    if "notify" in sections:
+        lines = _key_lines(path, "notify")
+        notify, problems = read_notify(sections["notify"])
+        for sub, message in problems:
+            where = f"{shown}:{lines[sub]}" if sub in lines else shown
+            violations.append(Violation(where, None, f"notify.{sub}" if sub else "notify",
+                                        one_line(message)))
+        changes["notify"] = notify
     metrics = sections.get("metrics")
     if metrics is None:
         return changes
@@ -314,6 +326,8 @@ def _key_lines(path: Path, table: str = "scheduler") -> dict[str, int]:
         stripped = line.strip()
         if stripped.startswith("["):
             section = stripped.strip("[] \t").split("#")[0].strip().strip("]").strip()
+            if section.startswith(f"{table}."):  # [notify.headers]: the line of "headers"
+                lines.setdefault(section[len(table) + 1:].split(".")[0].strip(), number)
             continue
         match = re.match(r"\s*([A-Za-z0-9_-]+)\s*=", line)
         if match and section == table:
