@@ -417,6 +417,7 @@ class Firing:
         run = self.running.get(a.key)
         if run is None or run.handle is None:
             return
+        self.watch.abandoned(run)
         log.warning("timed out job=%s exec=%s after %s", run.job.id, run.execution_id,
                     run.job.timeout, extra=ids(run.job.id, run.execution_id))
         try:
@@ -453,6 +454,7 @@ class Firing:
             self.ahead.close_removed(a.job_id, a.planned)
 
     def _cursor(self, job_id: str, planned: datetime) -> None:
+        self.watch.handled(job_id, planned)
         job = self.core.job(job_id)
         if job is not None and is_tracked(job) and self.store.persistent:
             self.cursors.add(job_id, planned, per_node=job.mode is Mode.EVERY_INSTANCE)

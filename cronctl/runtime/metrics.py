@@ -20,7 +20,7 @@ import socket
 import socketserver
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
@@ -31,11 +31,12 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from cronctl.config import format_listen
-from cronctl.core import CloseInterrupted, Missed, Skip, SkipReason, schedule_for
+from cronctl.core import CloseInterrupted, JobState, Missed, Skip, SkipReason, schedule_for
 from cronctl.core.timing import ScheduleLike
 from cronctl.errors import ConfigError
 from cronctl.jobs.model import ExecutionStatus, JobDefinition
 from cronctl.runtime.records import Run
+from cronctl.store.base import Store
 
 if TYPE_CHECKING:
     from cronctl.runtime.scheduler import Scheduler
@@ -59,6 +60,7 @@ class Metrics:
         self, *, version: str, node_id: str, jobs: Callable[[], Sequence[JobDefinition]],
         clock: Callable[[], datetime], store_up: Callable[[], bool],
         running: Callable[[], int] = lambda: 0,
+        history: Callable[[str], datetime | None] | None = None,
         scheduler_alive: Callable[[], bool] = lambda: True,
         refusing: Callable[[], bool] = lambda: False,
     ) -> None:
@@ -81,9 +83,6 @@ class Metrics:
               registry=r).set_function(lambda: float(running()))
         self._waiting = Gauge("cronctl_waiting_fires",
                               "Fires waiting for a slot or a serial group.", registry=r)
-        self._last_success = Gauge("cronctl_job_last_success_timestamp_seconds",
-                                   "When an attempt of the job last succeeded on this node "
-                                   "(Unix time).", ["job"], registry=r)
         self._store_up = Gauge("cronctl_store_up", "1 while the store is reachable.",
                                registry=r)
         self._store_up.set_function(lambda: 1.0 if store_up() else 0.0)
@@ -93,6 +92,11 @@ class Metrics:
         Gauge("cronctl_build_info", "The running cronctl.", ["version"],
               registry=r).labels(version).set(1)
         r.register(_NextFires(jobs, clock))
+        # job -> Unix time of its last success: a plain dict the scheduler thread assigns
+        # to, read when scraped (seeded from the store at start, see begin).
+        self._successes: dict[str, float] = {}
+        r.register(_LastSuccess(self._successes))
+        self._history = history
         self._clock = clock
         self._node_id = node_id
         self._store_up_fn = store_up
@@ -103,7 +107,6 @@ class Metrics:
         self._fire_of: dict[str, Any] = {}
         self._end_of: dict[tuple[str, str], Any] = {}
         self._skip_of: dict[tuple[str, str], Any] = {}
-        self._success_of: dict[str, Any] = {}
         for job in jobs():
             self._fire_of[job.id] = self._fires.labels(job.id)  # exported as 0 from the start
 
@@ -117,9 +120,36 @@ class Metrics:
         return cls(version=__version__, node_id=s.config.node_id, jobs=lambda: s._jobs,
                    clock=s.clock, store_up=lambda: not s.health.down,
                    running=lambda: len(s.firing.running),
+                   history=lambda job_id: _last_success(s.store, job_id),
                    scheduler_alive=lambda: s._thread.is_alive(), refusing=lambda: s._skew_logged)
 
     # --- the Watch hooks (scheduler thread) ----------------------------------------------
+
+    def begin(self, states: Mapping[str, JobState], now: datetime) -> None:
+        """Seed the last successes from the store (in the background: start-up does not
+        wait), so that an alert on their age works right after a restart too."""
+        if self._history is not None:
+            threading.Thread(target=self._seed, args=(self._history,), daemon=True,
+                             name="cronctl-metrics-seed").start()
+
+    def _seed(self, history: Callable[[str], datetime | None]) -> None:
+        for job_id in list(self._fire_of):
+            try:
+                at = history(job_id)
+            except Exception as exc:
+                log.debug("metrics: last success of %s unknown: %s", job_id, exc)
+                return
+            if at is not None:
+                self._successes.setdefault(job_id, at.timestamp())  # a newer one wins
+
+    def close(self) -> None:
+        return None
+
+    def handled(self, job_id: str, planned: datetime) -> None:
+        return None
+
+    def abandoned(self, run: Run) -> None:
+        return None
 
     def loop(self, waiting: int) -> None:
         self._beat = time.monotonic()
@@ -146,10 +176,7 @@ class Metrics:
             child = self._end_of[key] = self._executions.labels(job_id, status.value)
         child.inc()
         if status is ExecutionStatus.SUCCEEDED:
-            gauge = self._success_of.get(job_id)
-            if gauge is None:
-                gauge = self._success_of[job_id] = self._last_success.labels(job_id)
-            gauge.set(self._clock().timestamp())
+            self._successes[job_id] = self._clock().timestamp()
 
     def skipped(self, a: Skip) -> None:
         if a.reason in _SKIPPED_ELSEWHERE:
@@ -183,6 +210,31 @@ class Metrics:
         ok = loop == "running" and store == "up"
         return ok, {"status": "ok" if ok else "unhealthy", "scheduler": loop, "store": store,
                     "node": self._node_id}
+
+
+def _last_success(store: Store, job_id: str) -> datetime | None:
+    if not store.persistent:
+        return None
+    found = store.list_executions(job_id=job_id, status=ExecutionStatus.SUCCEEDED, limit=1)
+    return found[0].finished_at if found else None
+
+
+class _LastSuccess(Collector):
+    """``cronctl_job_last_success_timestamp_seconds{job}``."""
+
+    def __init__(self, successes: dict[str, float]) -> None:
+        self._successes = successes
+
+    def describe(self) -> Iterable[Metric]:
+        return []
+
+    def collect(self) -> Iterable[Metric]:
+        family = GaugeMetricFamily("cronctl_job_last_success_timestamp_seconds",
+                                   "When an attempt of the job last succeeded (Unix time; "
+                                   "this node's, or the store's at start).", labels=["job"])
+        for job_id, at in list(self._successes.items()):
+            family.add_metric([job_id], at)
+        yield family
 
 
 class _NextFires(Collector):

@@ -147,6 +147,7 @@ class Scheduler:
         self._paused_seen = {j for j, st in states.items() if st.paused}
         self.io.start()
         self._initial = initial
+        self.watch.begin(states, now)  # before the first fire
         self._thread.start()
         self._ready.wait()
         jobs = sum(1 for j in self._jobs if j.enabled)
@@ -173,6 +174,7 @@ class Scheduler:
             log.warning("shutdown: store writes still queued after the shutdown timeout; "
                         "unfinished rows are recovered at the next start")
         self.flusher.drain_all(time.monotonic() + 5.0)
+        self.watch.close()
         self._unregister()
         log.info("stopped node=%s", self.config.node_id)
 

@@ -9,9 +9,11 @@ methods do nothing.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
+from datetime import datetime
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from cronctl.core import CloseInterrupted, Missed, Skip
+from cronctl.core import CloseInterrupted, JobState, Missed, Skip
 from cronctl.jobs.model import ExecutionStatus
 from cronctl.runtime.records import Run
 
@@ -23,6 +25,18 @@ W = TypeVar("W")
 
 class Watch(Protocol):
     """The events of the fire path, called on the scheduler thread."""
+
+    def begin(self, states: Mapping[str, JobState], now: datetime) -> None:
+        """The scheduler starts (before its first fire); ``states`` as the core got them."""
+
+    def close(self) -> None:
+        """The scheduler stopped: finish (bounded) and end any thread."""
+
+    def handled(self, job_id: str, planned: datetime) -> None:
+        """A planned instant was dealt with: fired, skipped, or run by another node."""
+
+    def abandoned(self, run: Run) -> None:
+        """An attempt passed its timeout (its ``finished`` follows)."""
 
     def loop(self, waiting: int) -> None:
         """The scheduler loop is alive (called every poll, about twice a second); ``waiting``
@@ -46,6 +60,18 @@ class Watch(Protocol):
 
 class NullWatch:
     """Nothing observes: every event is dropped."""
+
+    def begin(self, states: Mapping[str, JobState], now: datetime) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+    def handled(self, job_id: str, planned: datetime) -> None:
+        return None
+
+    def abandoned(self, run: Run) -> None:
+        return None
 
     def loop(self, waiting: int) -> None:
         return None
@@ -77,6 +103,22 @@ class Fanout:
             if isinstance(w, kind):
                 return w
         return None
+
+    def begin(self, states: Mapping[str, JobState], now: datetime) -> None:
+        for w in self.watches:
+            w.begin(states, now)
+
+    def close(self) -> None:
+        for w in self.watches:
+            w.close()
+
+    def handled(self, job_id: str, planned: datetime) -> None:
+        for w in self.watches:
+            w.handled(job_id, planned)
+
+    def abandoned(self, run: Run) -> None:
+        for w in self.watches:
+            w.abandoned(run)
 
     def loop(self, waiting: int) -> None:
         for w in self.watches:
@@ -111,15 +153,21 @@ def find_watch(watch: Watch, kind: type[W]) -> W | None:
 
 
 def watch_for(scheduler: Scheduler) -> Watch:
-    """The observers the configuration asks for (``[metrics]``), else :class:`NullWatch`."""
-    watches: list[Watch] = []
-    if scheduler.config.metrics_listen is not None:
+    """Metrics when ``[metrics]`` asks for them, then notifications (which cost nothing
+    per fire beyond a lookup while no job has anywhere to send to)."""
+    from cronctl.runtime.notify_events import Notifications
+
+    s = scheduler
+    metrics = None
+    if s.config.metrics_listen is not None:
         from cronctl.runtime.metrics import Metrics
 
-        watches.append(Metrics.for_scheduler(scheduler))
-    if not watches:
-        return NullWatch()
-    return watches[0] if len(watches) == 1 else Fanout(*watches)
+        metrics = Metrics.for_scheduler(s)
+    notes = Notifications(base=s.config.notify, node_id=s.config.node_id, store=s.store,
+                          clock=s.clock, job_of=s.core.job, jobs=lambda: s._jobs,
+                          store_down=lambda: s.health.down,
+                          failed=metrics.notify_failures.inc if metrics else lambda: None)
+    return Fanout(metrics, notes) if metrics is not None else notes
 
 
 def serving(scheduler: Scheduler) -> contextlib.AbstractContextManager[None]:

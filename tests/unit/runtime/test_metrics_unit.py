@@ -24,6 +24,7 @@ from cronctl.jobs.model import (
     MisfirePolicy,
     Origin,
 )
+from cronctl.jobs.notify import NotifySpec
 from cronctl.runtime.metrics import Metrics, serve_metrics
 from cronctl.runtime.records import Run
 from cronctl.runtime.watch import Fanout, NullWatch, find_watch, serving, watch_for
@@ -182,11 +183,29 @@ def test_a_busy_port_is_one_clear_error() -> None:
 
 
 def test_nothing_is_served_unless_configured() -> None:
-    unconfigured = SimpleNamespace(config=SimpleNamespace(metrics_listen=None))
-    assert isinstance(watch_for(unconfigured), NullWatch)  # type: ignore[arg-type]
+    unconfigured = SimpleNamespace(
+        config=SimpleNamespace(metrics_listen=None, notify=NotifySpec(), node_id="n1"),
+        store=None, clock=Clock(), core=SimpleNamespace(job=lambda _: None), _jobs=JOBS,
+        health=SimpleNamespace(down=False))
+    assert find_watch(watch_for(unconfigured), Metrics) is None  # type: ignore[arg-type]
     assert isinstance(serving(unconfigured), contextlib.nullcontext)  # type: ignore[arg-type]
     with serve_metrics(None, None):
         pass
     m = _metrics(Clock())
     assert find_watch(Fanout(NullWatch(), m), Metrics) is m
     assert find_watch(NullWatch(), Metrics) is None
+
+
+def test_last_successes_are_seeded_from_the_store_and_newer_ones_win() -> None:
+    clock = Clock()
+    seen = {"a": T0 - timedelta(days=1), "b": T0 - timedelta(hours=1)}
+    m = Metrics(version="9.9", node_id="n1", jobs=lambda: JOBS, clock=clock,
+                store_up=lambda: True, history=seen.get)
+    m.finished(_run(JOBS[1], T0), ExecutionStatus.SUCCEEDED, None)  # before the seed
+    m._seed(seen.get)  # what begin() runs in the background
+    got = _samples(m)
+    assert got[("cronctl_job_last_success_timestamp_seconds", (("job", "a"),))] == (
+        seen["a"].timestamp())
+    assert got[("cronctl_job_last_success_timestamp_seconds", (("job", "b"),))] == (
+        T0.timestamp())
+    assert ("cronctl_job_last_success_timestamp_seconds", (("job", "off"),)) not in got
