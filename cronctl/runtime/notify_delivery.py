@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from cronctl.jobs.notify import NotifySpec, redact_webhook
+from cronctl.runtime.logsetup import ids
 
 log = logging.getLogger("cronctl.runtime")
 
@@ -169,7 +170,8 @@ class _Lane:
                 return
         log.warning("notification not delivered: event=%s job=%s to %s after %d %s: %s",
                     event["event"], event["job"], self.name, attempt,
-                    "try" if attempt == 1 else "tries", why)
+                    "try" if attempt == 1 else "tries", why,
+                    extra=ids(str(event["job"]), event["execution_id"]))
         self._done(False, f"{self.name}: {why}")
 
 

@@ -30,6 +30,7 @@ from cronctl.durations import format_duration
 from cronctl.ids import occurrence_id, utc_iso
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode, Origin
 from cronctl.jobs.notify import NotifySpec
+from cronctl.runtime.logsetup import ids
 from cronctl.runtime.notify_delivery import Delivery
 from cronctl.runtime.notify_late import LateChecker
 from cronctl.runtime.records import Run, first_line
@@ -354,7 +355,8 @@ class Notifications:
     def _send(self, job: JobDefinition, doc: dict[str, Any]) -> None:
         spec = self._spec(job)
         if spec is not None:
-            log.debug("notify event=%s job=%s", doc["event"], job.id)
+            log.debug("notify event=%s job=%s", doc["event"], job.id,
+                      extra=ids(job.id, doc["execution_id"]))
             self.delivery.send(spec, doc)
 
     def _claim(self, kind: str, job_id: str, *parts: str) -> bool:
