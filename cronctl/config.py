@@ -9,6 +9,7 @@ in the file are relative to the file. The database is chosen by ``--database``, 
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import socket
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from cronctl.durations import DurationError, parse_duration
 from cronctl.errors import ConfigError
+from cronctl.jobs.notify import NotifySpec, read_notify
 from cronctl.jobs.settings import JobSettings
 from cronctl.jobs.violation import Violation, did_you_mean, display_path, one_line
 from cronctl.store.urls import redact
@@ -53,6 +55,10 @@ class Config:
     # False when jobs_dir is the default: a missing default ``jobs.d`` is only a warning
     # (no file at all is a valid configuration), a missing configured one a violation.
     jobs_dir_required: bool = True
+    # [metrics] listen: (host, port) that ``cronctl run`` serves /metrics and /healthz on.
+    metrics_listen: tuple[str, int] | None = None
+    # [notify]: the notifications of every job (a job's notify table overrides it by key).
+    notify: NotifySpec = NotifySpec()
 
     @property
     def in_memory(self) -> bool:
@@ -101,6 +107,9 @@ SCHEDULER_KEYS = (
     "auto_migrate",
     "python_path",
 )
+SECTIONS = ("scheduler", "metrics", "notify")
+METRICS_KEYS = ("listen",)
+LOOPBACK = "127.0.0.1"
 
 
 def find_config_file(explicit: Path | None) -> Path | None:
@@ -131,8 +140,9 @@ def read_config(options: GlobalOptions) -> ConfigResult:
     base_dir = path.parent if path is not None else Path.cwd()
     values: dict[str, Any] = {}
     violations: list[Violation] = []
+    sections: dict[str, Any] = {}
     if path is not None:
-        values, violations = _read_file(path)
+        values, violations, sections = _read_file(path)
     config = Config(
         path=path,
         base_dir=base_dir,
@@ -150,6 +160,8 @@ def read_config(options: GlobalOptions) -> ConfigResult:
             changes[key] = _convert(key, value, base_dir)
         except ValueError as exc:
             violations.append(Violation(source, None, f"scheduler.{key}", one_line(str(exc))))
+    if path is not None:
+        changes.update(_read_sections(path, sections, violations))
     config = replace(config, **changes)
     env_db = os.environ.get("CRONCTL_DATABASE_URL")
     if env_db:
@@ -199,28 +211,30 @@ def _default_database() -> str:
     return f"sqlite:///{(base / 'cronctl.db').absolute()}"
 
 
-def _read_file(path: Path) -> tuple[dict[str, Any], list[Violation]]:
+def _read_file(path: Path) -> tuple[dict[str, Any], list[Violation], dict[str, Any]]:
+    """The ``[scheduler]`` keys, the violations, and the other known sections (raw)."""
     shown = display_path(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        return {}, [Violation(shown, None, None, f"cannot read: {exc.strerror or exc}")]
+        return {}, [Violation(shown, None, None, f"cannot read: {exc.strerror or exc}")], {}
     except UnicodeDecodeError as exc:
         return {}, [Violation(shown, None, None,
-                              f"not UTF-8 text: {exc.reason} at byte {exc.start}")]
+                              f"not UTF-8 text: {exc.reason} at byte {exc.start}")], {}
     except tomllib.TOMLDecodeError as exc:
         line = re.search(r"line (\d+)", str(exc))
         where = f"{shown}:{line.group(1)}" if line else shown
-        return {}, [Violation(where, None, None, f"malformed TOML: {one_line(str(exc))}")]
+        return {}, [Violation(where, None, None, f"malformed TOML: {one_line(str(exc))}")], {}
     violations: list[Violation] = []
     for key in data:
-        if key != "scheduler":
+        if key not in SECTIONS:
             violations.append(Violation(shown, None, key,
-                                        f"unknown section{did_you_mean(key, ['scheduler'])}"))
+                                        f"unknown section{did_you_mean(key, SECTIONS)}"))
+    sections = {key: data[key] for key in SECTIONS[1:] if key in data}
     scheduler = data.get("scheduler", {})
     if not isinstance(scheduler, dict):
         violations.append(Violation(shown, None, "scheduler", "must be a table ([scheduler])"))
-        return {}, violations
+        return {}, violations, sections
     values: dict[str, Any] = {}
     lines = _key_lines(path)
     for key, value in scheduler.items():
@@ -230,11 +244,86 @@ def _read_file(path: Path) -> tuple[dict[str, Any], list[Violation]]:
                                         f"unknown key{did_you_mean(key, SCHEDULER_KEYS)}"))
         else:
             values[key] = value
-    return values, violations
+    return values, violations, sections
 
 
-def _key_lines(path: Path) -> dict[str, int]:
-    """Line numbers of ``key =`` lines under ``[scheduler]`` (tomllib gives none)."""
+def _read_sections(path: Path, sections: dict[str, Any], violations: list[Violation]
+                   ) -> dict[str, Any]:
+    """The Config changes of ``[metrics]`` and ``[notify]`` (section 7); problems go to
+    ``violations``."""
+    changes: dict[str, Any] = {}
+    shown = display_path(path)
+    if "notify" in sections:
+        lines = _key_lines(path, "notify")
+        notify, problems = read_notify(sections["notify"])
+        for sub, message in problems:
+            where = f"{shown}:{lines[sub]}" if sub in lines else shown
+            violations.append(Violation(where, None, f"notify.{sub}" if sub else "notify",
+                                        one_line(message)))
+        changes["notify"] = notify
+    metrics = sections.get("metrics")
+    if metrics is None:
+        return changes
+    if not isinstance(metrics, dict):
+        violations.append(Violation(shown, None, "metrics", "must be a table ([metrics])"))
+        return changes
+    lines = _key_lines(path, "metrics")
+    for key, value in metrics.items():
+        where = f"{shown}:{lines[key]}" if key in lines else shown
+        if key not in METRICS_KEYS:
+            violations.append(Violation(where, None, f"metrics.{key}",
+                                        f"unknown key{did_you_mean(key, METRICS_KEYS)}"))
+            continue
+        try:
+            changes["metrics_listen"] = parse_listen(value)
+        except ValueError as exc:
+            violations.append(Violation(where, None, f"metrics.{key}", one_line(str(exc))))
+    return changes
+
+
+def parse_listen(value: Any) -> tuple[str, int]:
+    """``"host:port"``, ``"[v6]:port"``, ``":port"``, ``"port"`` or a port number; without
+    a host, loopback only (metrics are not for the whole network unless asked)."""
+    example = 'write "host:port", e.g. "127.0.0.1:9464"'
+    if isinstance(value, int) and not isinstance(value, bool):
+        return LOOPBACK, _port(str(value))
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{example}, not {value!r}")
+    text = value.strip()
+    if text.isdigit():
+        return LOOPBACK, _port(text)
+    if text.startswith("["):
+        host, sep, port = text[1:].partition("]:")
+        if not sep and text.endswith("]"):
+            raise ValueError(f"{text!r} has no port; {example}")
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            raise ValueError(f"{text!r}: {host!r} is not an IPv6 address; {example}") from None
+        return host, _port(port)
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        raise ValueError(f"{text!r} has no port; {example}")
+    if ":" in host:
+        raise ValueError(f"{text!r}: write an IPv6 address in brackets, e.g. \"[::1]:9464\"")
+    if host and not re.fullmatch(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,252}[A-Za-z0-9])?", host):
+        raise ValueError(f"{text!r}: {host!r} is not a host name or address; {example}")
+    return host or LOOPBACK, _port(port)
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise ValueError(f"port {text!r} must be a number from 1 to 65535")
+    return int(text)
+
+
+def format_listen(listen: tuple[str, int]) -> str:
+    host, port = listen
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _key_lines(path: Path, table: str = "scheduler") -> dict[str, int]:
+    """Line numbers of ``key =`` lines under ``[table]`` (tomllib gives none)."""
     lines: dict[str, int] = {}
     try:
         text = path.read_text(encoding="utf-8")
@@ -245,9 +334,11 @@ def _key_lines(path: Path) -> dict[str, int]:
         stripped = line.strip()
         if stripped.startswith("["):
             section = stripped.strip("[] \t").split("#")[0].strip().strip("]").strip()
+            if section.startswith(f"{table}."):  # [notify.headers]: the line of "headers"
+                lines.setdefault(section[len(table) + 1:].split(".")[0].strip(), number)
             continue
         match = re.match(r"\s*([A-Za-z0-9_-]+)\s*=", line)
-        if match and section == "scheduler":
+        if match and section == table:
             lines.setdefault(match.group(1), number)
     return lines
 

@@ -57,12 +57,14 @@ def run(
         raise typer.Exit(1)
     config = checked.config
     from cronctl.runtime import Scheduler
+    from cronctl.runtime.watch import serving
     from cronctl.store import open_store
 
     store = open_store(config.database, node_id=config.node_id, auto_migrate=config.auto_migrate)
     try:
         scheduler = Scheduler(config, checked.result.jobs, store)
-        _serve(scheduler, options)
+        with serving(scheduler):  # /metrics and /healthz when [metrics] listen is set
+            _serve(scheduler, options)
     finally:
         store.close()
 

@@ -1,4 +1,5 @@
-"""``cronctl status``: live nodes, pending and running executions, next fires.
+"""``cronctl status``: live nodes, pending and running executions, next fires; failing
+and late jobs and failing notifications (:mod:`cronctl.cli.attention`).
 
 A node is live while its last heartbeat is younger than three heartbeat intervals, the
 same TTL the schedulers themselves use to decide that a node is gone (see
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cronctl.cli.attention import Attention, attention
 from cronctl.cli.options import global_options
 from cronctl.cli.shared import iso_z, open_state
 
@@ -44,6 +46,7 @@ class Status:
     paused: Sequence[str]
     disabled: Sequence[str]
     warnings: Sequence[str] = field(default=())
+    attention: Attention = field(default=Attention())  # failing, late, notifications
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -56,6 +59,7 @@ class Status:
             "next": [{"job": f.job, "next_fire": iso_z(f.at)} for f in self.next],
             "paused": list(self.paused),
             "disabled": list(self.disabled),
+            **self.attention.to_json(),
         }
 
 
@@ -87,10 +91,13 @@ def collect(config: Config, store: Store | None, jobs: Sequence[JobDefinition],
     nodes: list[NodeRecord] = []
     active: list[ExecutionRecord] = []
     paused: set[str] = set()
+    seen = Attention()
     if store is not None:
         nodes = store.live_nodes(now, config.heartbeat_interval * HEARTBEAT_TTL_FACTOR)
         active = store.pending_or_running()
-        paused = {s.job_id for s in store.list_schedules() if s.paused}
+        schedules = store.list_schedules()
+        paused = {s.job_id for s in schedules if s.paused}
+        seen = attention(store, jobs, schedules, now)
     known = {job.id for job in jobs}
     return Status(
         database="none" if config.in_memory else config.database_display,
@@ -101,6 +108,7 @@ def collect(config: Config, store: Store | None, jobs: Sequence[JobDefinition],
         paused=sorted(paused & known),
         disabled=sorted(job.id for job in jobs if not job.enabled),
         warnings=warnings,
+        attention=seen,
     )
 
 
@@ -171,7 +179,7 @@ def _footer(status: Status) -> list[str]:
         lines.append(f"paused: {', '.join(status.paused)}")
     if status.disabled:
         lines.append(f"disabled: {', '.join(status.disabled)}")
-    return lines
+    return lines + status.attention.lines()
 
 
 def render_plain(status: Status, now: datetime) -> str:

@@ -32,6 +32,7 @@ from cronctl.jobs.model import (
     ServiceTarget,
     Target,
 )
+from cronctl.jobs.notify import NotifySpec, read_notify
 from cronctl.jobs.registry import ServiceRegistry
 from cronctl.jobs.violation import Violation, did_you_mean
 
@@ -115,7 +116,7 @@ def build_job(raw: RawJob, ctx: BuildContext) -> BuildResult:
     job_name = raw.id if isinstance(raw.id, str) and raw.id.strip() else None
 
     def violation(key: str | None, message: str) -> None:
-        source = raw.sources.get(key, raw.source) if key else raw.source
+        source = raw.sources.get(key.split(".")[0], raw.source) if key else raw.source
         result.violations.append(Violation(source, job_name, key, message))
 
     def warning(key: str | None, message: str) -> None:
@@ -141,6 +142,12 @@ def build_job(raw: RawJob, ctx: BuildContext) -> BuildResult:
         except BadValue as exc:
             violation(key, str(exc))
             failed.add(key)
+
+    notify: NotifySpec | None = None
+    if "notify" in values:
+        notify, problems = read_notify(values["notify"])
+        for sub, message in problems:
+            violation(f"notify.{sub}" if sub else "notify", message)
 
     # -- the schedule: exactly one of cron / every ---------------------------------------
     expression: CronExpression | None = None
@@ -257,6 +264,8 @@ def build_job(raw: RawJob, ctx: BuildContext) -> BuildResult:
         description=conv.get("description"),
         dst_gap=dst_gap,
         dst_fold=dst_fold,
+        late_after=conv.get("late_after"),
+        notify=notify,
         source=raw.source,
     )
     return result

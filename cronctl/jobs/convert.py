@@ -31,6 +31,7 @@ JOB_KEYS = (
     "overlap_policy", "serial_group", "misfire_policy", "misfire_threshold", "catchup_limit",
     "max_attempts", "retry_backoff", "timeout", "kill_timeout", "tracked", "jitter",
     "parameters", "payload", "env", "cwd", "description", "dst_gap", "dst_fold",
+    "late_after", "notify",
 )
 
 
@@ -218,4 +219,5 @@ SIMPLE: Mapping[str, Callable[[Any], Any]] = {
     "dst_gap": _enum(DstGap),
     "dst_fold": _enum(DstFold),
     "every": lambda v: to_duration(v, positive=True, minimum=timedelta(seconds=1)),
+    "late_after": lambda v: to_duration(v, positive=True),
 }

@@ -96,6 +96,8 @@ def cron_job(
     description: str | None = None,
     dst_gap: DstGap | str | None = None,
     dst_fold: DstFold | str | None = None,
+    late_after: Duration | None = None,
+    notify: Mapping[str, Any] | None = None,
 ) -> Callable[[F], F]:
     """Schedule an ``@operation`` of an ``@service`` class (SPEC section 2 keys).
 
@@ -129,6 +131,8 @@ def cron_job(
             "description": description,
             "dst_gap": dst_gap,
             "dst_fold": dst_fold,
+            "late_after": late_after,
+            "notify": notify,
         }.items()
         if value is not None
     }

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 # The DST policies belong to the cron engine; the job model uses the same enums.
 from cronctl.cron.schedule import DstFold as DstFold
 from cronctl.cron.schedule import DstGap as DstGap
+from cronctl.jobs.notify import NotifySpec
 
 _E = TypeVar("_E", bound=enum.StrEnum)
 
@@ -156,6 +157,8 @@ class JobDefinition:
     description: str | None = None
     dst_gap: DstGap = DstGap.AUTO
     dst_fold: DstFold = DstFold.AUTO
+    late_after: timedelta | None = None  # not started this long after planned: "late"
+    notify: NotifySpec | None = None  # the job's own notify table (over the global one)
     source: str = ""  # where it was defined: "jobs.d/a.toml:12" or "pkg.mod:Class.method"
 
     @property

@@ -44,6 +44,7 @@ from cronctl.runtime.health import StoreHealth
 from cronctl.runtime.io import IoWorker
 from cronctl.runtime.logsetup import ids
 from cronctl.runtime.records import REMOTE_RETRY, Ready, Run, first_line, locks_for, new_rows
+from cronctl.runtime.watch import NullWatch, Watch
 from cronctl.store.base import SkipRun, Store, StoreUnavailable, Transition, job_lock
 
 log = logging.getLogger("cronctl.runtime")
@@ -83,6 +84,7 @@ class Firing:
         self._store_down = False
         self.group_index: dict[str, list[str]] = {}  # serial group -> job ids (set on load)
         self.health: StoreHealth | None = None  # set by the Scheduler
+        self.watch: Watch = NullWatch()  # metrics and notifications (set by the Scheduler)
         self.ahead = RetryRows(store, node_id=node_id, clock=clock, submit=io.submit,
                                unavailable=self._health_failed)
 
@@ -349,6 +351,7 @@ class Firing:
         started = self.clock()
         self.fired += 1
         self.lateness.append((started - a.due).total_seconds())
+        self.watch.started(run)
         if execution_id is not None and a.origin in _SCHEDULED:
             self._cursor(job.id, a.planned)
         if self.triggers:
@@ -400,6 +403,7 @@ class Firing:
         run = self.running.pop(key, None)
         if run is None:
             return
+        self.watch.finished(run, status, error)
         eid = run.execution_id
         level = logging.INFO if status is ExecutionStatus.SUCCEEDED else logging.WARNING
         if log.isEnabledFor(level):
@@ -413,6 +417,7 @@ class Firing:
         run = self.running.get(a.key)
         if run is None or run.handle is None:
             return
+        self.watch.abandoned(run)
         log.warning("timed out job=%s exec=%s after %s", run.job.id, run.execution_id,
                     run.job.timeout, extra=ids(run.job.id, run.execution_id))
         try:
@@ -454,6 +459,7 @@ class Firing:
             self.ahead.close_removed(a.job_id, a.planned)
 
     def _cursor(self, job_id: str, planned: datetime) -> None:
+        self.watch.handled(job_id, planned)
         job = self.core.job(job_id)
         if job is not None and is_tracked(job) and self.store.persistent:
             self.cursors.add(job_id, planned, per_node=job.mode is Mode.EVERY_INSTANCE)
@@ -461,6 +467,7 @@ class Firing:
     def _ledger(self, a: Skip) -> None:
         """The skip record of planned instants that did not run (SPEC section 4): for
         tracked jobs, once cluster-wide (every_instance: once per node)."""
+        self.watch.skipped(a)
         if a.reason is SkipReason.REMOVED or a.origin not in _LEDGER_ORIGINS:
             return
         job = self.core.job(a.job_id)
@@ -471,6 +478,7 @@ class Firing:
                                   self.node_id, scope))
 
     def _missed(self, a: Missed) -> None:
+        self.watch.missed(a)
         count = str(a.count) if a.count_exact else f"more than {a.count}"
         runs = a.count - a.dropped
         log.info("missed job=%s fires=%s newest=%s policy=%s: %s", a.job_id, count,
@@ -490,6 +498,7 @@ class Firing:
             log.warning("could not close interrupted exec=%s: %s", a.execution_id,
                         first_line(exc))
         if won:
+            self.watch.interrupted(a)
             log.warning("recovered job=%s exec=%s status=%s", a.job_id, a.execution_id,
                         a.status.value, extra=ids(a.job_id, a.execution_id))
         else:

@@ -32,6 +32,7 @@ from cronctl.runtime.logsetup import ids
 from cronctl.runtime.notify import Notifier, SystemdNotifier
 from cronctl.runtime.records import first_line
 from cronctl.runtime.serialize import serialized
+from cronctl.runtime.watch import watch_for
 from cronctl.store.base import ExecutionRecord, Store
 
 log = logging.getLogger("cronctl.runtime")
@@ -103,6 +104,7 @@ class Scheduler:
                                   back=lambda: self._inbox.put(("store back",)))
         self.io.on_unavailable = self.health.failed
         self.firing.health = self.health
+        self.watch = self.firing.watch = watch_for(self)  # metrics (section 7); or no-ops
         self._thread = threading.Thread(target=self._loop, name="cronctl-scheduler",
                                         daemon=True)
         self._ready = threading.Event()
@@ -145,6 +147,7 @@ class Scheduler:
         self._paused_seen = {j for j, st in states.items() if st.paused}
         self.io.start()
         self._initial = initial
+        self.watch.begin(states, now)  # before the first fire
         self._thread.start()
         self._ready.wait()
         jobs = sum(1 for j in self._jobs if j.enabled)
@@ -184,6 +187,7 @@ class Scheduler:
             log.warning("shutdown: store writes still queued after the shutdown timeout; "
                         "unfinished rows are recovered at the next start")
         self.flusher.drain_all(time.monotonic() + 5.0)
+        self.watch.close()
         self._unregister()
         log.info("stopped node=%s", self.config.node_id)
 
@@ -418,6 +422,7 @@ class Scheduler:
 
     def _poll(self) -> None:
         """On the scheduler thread: hand the I/O thread what to poll for."""
+        self.watch.loop(self.core.waiting)
         if not self.store.persistent and not self.firing.running:
             return
         live = [r.execution_id for r in self.firing.running.values()

@@ -22,6 +22,7 @@ WRITES = frozenset({
     "record_progress", "enqueue_trigger", "take_triggers", "complete_trigger",
     "register_node", "heartbeat", "unregister_node", "insert_guarded", "claim_guarded",
     "release_locks", "release_stale_locks",
+    "claim_notice", "forget_notices", "note_delivery",
 })
 
 

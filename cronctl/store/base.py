@@ -29,6 +29,7 @@ from typing import Protocol, runtime_checkable
 
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Origin
 from cronctl.store.records import (
+    DeliveryFailures,
     ExecutionRecord,
     GuardLock,
     LogEntry,
@@ -328,6 +329,38 @@ class Store(Protocol):
         """The runs of ``job_id`` whose span contains ``at`` (``why``)."""
         ...
 
+    # --- notifications (SPEC section 7) ------------------------------------------------
+
+    def claim_notice(self, key: str, *, event: str, job_id: str, node_id: str,
+                     now: datetime | None = None) -> bool:
+        """Insert-if-absent of a notification decision's ``key`` (at most 64 chars): True
+        for the one call cluster-wide that inserted it (that node sends the event)."""
+        ...
+
+    def forget_notices(self, before: datetime) -> int:
+        """Delete the marks created before ``before``; returns how many."""
+        ...
+
+    def previous_outcome(self, job_id: str, before: datetime, *,
+                         scope_node: str | None = None
+                         ) -> tuple[datetime, ExecutionStatus] | None:
+        """``(scheduled_at, status)`` of the newest ended execution of ``job_id`` planned
+        before ``before`` (``succeeded``, ``failed``, ``abandoned`` or ``dead_letter``;
+        cancelled ones are passed over), or None. ``scope_node``: only that node's
+        every_instance rows."""
+        ...
+
+    def note_delivery(self, node_id: str, *, ok: bool, error: str | None = None,
+                      now: datetime | None = None) -> None:
+        """A delivery of ``node_id`` failed (counted; failing since the first failure
+        after the last success) or worked (clears it)."""
+        ...
+
+    def delivery_failures(self, node_ids: Collection[str] | None = None
+                          ) -> list[DeliveryFailures]:
+        """Nodes whose notifications fail, by node id."""
+        ...
+
     # --- requests from other processes -------------------------------------------------
 
     def enqueue_trigger(
@@ -396,6 +429,7 @@ class Store(Protocol):
 
 
 __all__ = [
+    "DeliveryFailures",
     "ExecutionRecord",
     "GuardLock",
     "group_lock",

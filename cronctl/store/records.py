@@ -222,6 +222,18 @@ def require_aware(value: datetime, what: str = "datetime") -> datetime:
     return value.astimezone(UTC)
 
 
+@dataclass(frozen=True, slots=True)
+class DeliveryFailures:
+    """A node whose notifications fail: since when, how many, the last error (one line,
+    never a header or a webhook's path)."""
+
+    node_id: str
+    failing_since: datetime
+    last_failure_at: datetime
+    failures: int
+    last_error: str | None
+
+
 def statuses(value: ExecutionStatus | Collection[ExecutionStatus]) -> tuple[ExecutionStatus, ...]:
     """Normalize a status-or-collection argument."""
     if isinstance(value, ExecutionStatus):
@@ -231,6 +243,7 @@ def statuses(value: ExecutionStatus | Collection[ExecutionStatus]) -> tuple[Exec
 
 
 __all__ = [
+    "DeliveryFailures",
     "ExecutionRecord",
     "GuardLock",
     "LogEntry",

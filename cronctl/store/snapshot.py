@@ -13,9 +13,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from cronctl.jobs.model import CommandTarget, JobDefinition
+from cronctl.jobs.notify import NotifySpec
 
 
 def _plain(value: Any) -> Any:
+    if isinstance(value, NotifySpec):
+        return value.redacted()  # header values are secrets
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, timedelta):

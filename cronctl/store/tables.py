@@ -196,6 +196,33 @@ node_cursors = sa.Table(
     sa.Column("cursor", UtcDateTime(), nullable=False),
 )
 
+# Notifications decided by whichever node sees them first (a ``late`` occurrence, a
+# misfire set, a skip): the node whose insert of the decision's key wins sends it, so
+# each is sent once cluster-wide. ``key`` is a digest of the decision; old rows are
+# deleted by the scheduler once no other node can still be deciding the same thing.
+notify_marks = sa.Table(
+    "notify_marks",
+    metadata,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("event", sa.String(32), nullable=False),
+    sa.Column("job_id", sa.String(ID_LEN), nullable=False),
+    sa.Column("node_id", sa.String(ID_LEN), nullable=False),
+    sa.Column("created_at", UtcDateTime(), nullable=False),
+    sa.Index("ix_notify_marks_created_at", "created_at"),
+)
+
+# Per node: notifications failing since when (cleared by the next delivery that works),
+# for ``cronctl status``. ``last_error`` never holds a header or a webhook's path.
+notify_failures = sa.Table(
+    "notify_failures",
+    metadata,
+    sa.Column("node_id", sa.String(ID_LEN), primary_key=True),
+    sa.Column("failing_since", UtcDateTime(), nullable=False),
+    sa.Column("last_failure_at", UtcDateTime(), nullable=False),
+    sa.Column("failures", sa.Integer(), nullable=False),
+    sa.Column("last_error", sa.Text(), nullable=True),
+)
+
 __all__ = [
     "UtcDateTime",
     "guard_locks",
@@ -204,6 +231,8 @@ __all__ = [
     "job_schedules",
     "metadata",
     "node_cursors",
+    "notify_failures",
+    "notify_marks",
     "scheduler_nodes",
     "skip_records",
     "trigger_requests",

@@ -1,0 +1,91 @@
+"""What ``cronctl status`` points out (SPEC section 7): failing jobs (their last occurrence
+ended ``failed`` or ``dead_letter``), late jobs (``late_after`` passed since a planned
+instant that nobody started or skipped) and nodes whose notifications fail."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from cronctl.cli.shared import iso_z
+
+if TYPE_CHECKING:
+    from cronctl.jobs.model import JobDefinition
+    from cronctl.store.base import DeliveryFailures, ScheduleState, Store
+
+_FAILING = ("failed", "dead_letter")
+
+
+@dataclass(frozen=True)
+class Failing:
+    job: str
+    status: str
+    scheduled_at: datetime
+    error: str | None
+
+
+@dataclass(frozen=True)
+class Late:
+    job: str
+    planned: datetime  # the oldest planned instant not started
+    late_after: timedelta
+
+
+@dataclass(frozen=True)
+class Attention:
+    failing: Sequence[Failing] = ()
+    late: Sequence[Late] = ()
+    notify: Sequence[DeliveryFailures] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "failing": [{"job": f.job, "status": f.status, "scheduled_at": iso_z(f.scheduled_at),
+                         "error": f.error} for f in self.failing],
+            "late": [{"job": x.job, "planned": iso_z(x.planned),
+                      "late_after": x.late_after.total_seconds()} for x in self.late],
+            "notify_failing": [{"node": n.node_id, "since": iso_z(n.failing_since),
+                                "last_failure_at": iso_z(n.last_failure_at),
+                                "failures": n.failures, "last_error": n.last_error}
+                               for n in self.notify],
+        }
+
+    def lines(self) -> list[str]:
+        from cronctl.durations import format_duration
+
+        out = [f"failing: {f.job} ({f.status}, planned {iso_z(f.scheduled_at)})"
+               for f in self.failing]
+        out += [f"late: {x.job} (planned {iso_z(x.planned)}, not started after "
+                f"{format_duration(x.late_after)})" for x in self.late]
+        out += [f"notifications failing on {n.node_id} since {iso_z(n.failing_since)}: "
+                f"{n.failures} failed, last {iso_z(n.last_failure_at)}"
+                + (f" ({n.last_error})" if n.last_error else "") for n in self.notify]
+        return out
+
+
+def attention(store: Store, jobs: Sequence[JobDefinition],
+              schedules: Sequence[ScheduleState], now: datetime) -> Attention:
+    """One indexed query per enabled job (its newest execution), plus the failures."""
+    from cronctl.core import needs_store, schedule_for
+
+    state = {s.job_id: s for s in schedules}
+    failing: list[Failing] = []
+    late: list[Late] = []
+    for job in jobs:
+        if not job.enabled or not needs_store(job):
+            continue  # an untracked job leaves nothing to judge it by
+        newest = store.list_executions(job_id=job.id, limit=1)
+        last = newest[0] if newest else None
+        if last is not None and last.status.value in _FAILING:
+            failing.append(Failing(job.id, last.status.value, last.scheduled_at, last.error))
+        known = state.get(job.id)
+        if job.late_after is None or known is None or known.paused:
+            continue
+        marks = [t for t in (known.cursor, last.scheduled_at if last else None) if t]
+        if not marks:
+            continue  # never handled: no scheduler has run it yet
+        planned = schedule_for(job).next_after(max(marks))
+        if planned is not None and planned + job.late_after <= now:
+            late.append(Late(job.id, planned, job.late_after))
+    return Attention(failing, late, store.delivery_failures())
