@@ -31,7 +31,6 @@ from cronctl.runtime.io import IoWorker
 from cronctl.runtime.logsetup import ids
 from cronctl.runtime.notify import Notifier, SystemdNotifier
 from cronctl.runtime.records import first_line
-from cronctl.runtime.serialize import serialized
 from cronctl.runtime.watch import watch_for
 from cronctl.store.base import ExecutionRecord, Store
 
@@ -79,7 +78,7 @@ class Scheduler:
         notifier: Notifier | None = None,
     ) -> None:
         self.config = config
-        self.store = store = serialized(store)
+        self.store = store
         self.clock = clock or _utcnow
         self.notifier = notifier if notifier is not None else SystemdNotifier.from_env()
         self._own_dispatcher = dispatcher is None
