@@ -75,6 +75,9 @@ class Firing:
         self._batching = 0
         self.unresolved: set[str] = set()
         self.lost_recoveries: set[int] = set()
+        # When interrupted attempts handed to recovery really ended (their process group
+        # ended, or their node was last known alive): the time their rows are closed with.
+        self.ended: dict[int, datetime] = {}
         self.triggers: dict[str, int] = {}  # occurrence id -> trigger request id
         self.lateness: collections.deque[float] = collections.deque(maxlen=200_000)
         self.fired = 0
@@ -332,8 +335,8 @@ class Firing:
         sink = (self.flusher.sink_for(execution_id) if execution_id is not None
                 else ProcessLogSink(job.id))
         request = DispatchRequest(job, a.occurrence_id, a.planned, a.attempt, a.origin,
-                                  execution_id, r.token)
-        run = Run(a, job, execution_id)
+                                  execution_id, r.token, on_spawn=self._spawned(execution_id))
+        run = Run(a, job, execution_id, token=r.token)
         self.running[a.key] = run
         key = a.key
         try:
@@ -356,6 +359,17 @@ class Firing:
                      execution_id if execution_id is not None else "-", a.planned.isoformat(),
                      a.attempt, a.origin.value, extra=ids(job.id, execution_id))
         return None
+
+    def _spawned(self, execution_id: int | None) -> Callable[[int, str | None], None] | None:
+        """Where a command's process group is recorded once it runs (so that recovery on
+        this host can end what it leaves behind if this scheduler dies)."""
+        if execution_id is None or not self.store.persistent:
+            return None
+        store, submit = self.store, self.io.submit
+
+        def record(pgid: int, ident: str | None) -> None:
+            submit(lambda: store.record_process(execution_id, pgid, ident))
+        return record
 
     def _blocked(self, r: Ready, key: str, now: datetime) -> Decision:
         """A guard lock of ``r`` is held on another node (the store wrote nothing)."""
@@ -404,7 +418,7 @@ class Firing:
                     eid if eid is not None else "-", status.value,
                     f" error={error}" if error else "", extra=ids(run.job.id, eid))
         if eid is not None:
-            self.finals.add(eid, status, error)
+            self.finals.add(eid, status, error, run.token)
 
     def _abandon(self, a: Abandon) -> None:
         run = self.running.get(a.key)
@@ -458,9 +472,10 @@ class Firing:
                     extra=ids(a.job_id))
 
     def _close_interrupted(self, a: CloseInterrupted) -> None:
+        ended = self.ended.pop(a.execution_id, None) or self.clock()
         try:
             won = self.store.transition(
-                a.execution_id, _LIVE, a.status, finished_at=self.clock(),
+                a.execution_id, _LIVE, a.status, finished_at=ended,
                 error="interrupted: its scheduler stopped before it finished")
         except Exception as exc:
             won = False

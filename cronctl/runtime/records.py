@@ -59,6 +59,7 @@ class Run:
     execution_id: int | None
     handle: ExecutionHandle | None = None
     cancel_sent: bool = False
+    token: int | None = None  # the fencing token the attempt was claimed with
 
 
 def new_rows(tracked: list[Ready], node_id: str, now: datetime) -> list[NewExecution]:

@@ -393,10 +393,6 @@ class Store(Protocol):
         older than ``ttl``; on SQLite, whose recorded process is gone."""
         ...
 
-    def expired_nodes(self, now: datetime, ttl: timedelta) -> list[NodeRecord]:
-        """The former name of :meth:`dead_nodes`."""
-        ...
-
     def unregister_node(self, node_id: str) -> None:
         """Delete the node row (and on PostgreSQL release its lock)."""
         ...

@@ -185,8 +185,6 @@ class Nodes(SqlConnection):
     def dead_nodes(self, now: datetime, ttl: timedelta) -> list[NodeRecord]:
         return self._nodes(now, ttl, True)
 
-    expired_nodes = dead_nodes  # the runtime's name until it moves to dead_nodes
-
     def unregister_node(self, node_id: str) -> None:
         with self._write() as conn:
             conn.execute(sa.delete(scheduler_nodes).where(N.node_id == node_id))
