@@ -38,6 +38,7 @@ from cronctl.core import (
 from cronctl.dispatch.base import Dispatcher, DispatchRequest, Outcome
 from cronctl.dispatch.logbuffer import LogFlusher, ProcessLogSink
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode, Origin
+from cronctl.runtime import records
 from cronctl.runtime.ahead import RetryRows
 from cronctl.runtime.batches import CursorBatch, FinalBatch
 from cronctl.runtime.health import StoreHealth
@@ -334,8 +335,9 @@ class Firing:
         a, job, execution_id = r.fire, r.job, r.execution_id
         sink = (self.flusher.sink_for(execution_id) if execution_id is not None
                 else ProcessLogSink(job.id))
+        spawned = records.spawn_recorder(self.store, self.io.submit, execution_id)
         request = DispatchRequest(job, a.occurrence_id, a.planned, a.attempt, a.origin,
-                                  execution_id, r.token, on_spawn=self._spawned(execution_id))
+                                  execution_id, r.token, on_spawn=spawned)
         run = Run(a, job, execution_id, token=r.token)
         self.running[a.key] = run
         key = a.key
@@ -359,17 +361,6 @@ class Firing:
                      execution_id if execution_id is not None else "-", a.planned.isoformat(),
                      a.attempt, a.origin.value, extra=ids(job.id, execution_id))
         return None
-
-    def _spawned(self, execution_id: int | None) -> Callable[[int, str | None], None] | None:
-        """Where a command's process group is recorded once it runs (so that recovery on
-        this host can end what it leaves behind if this scheduler dies)."""
-        if execution_id is None or not self.store.persistent:
-            return None
-        store, submit = self.store, self.io.submit
-
-        def record(pgid: int, ident: str | None) -> None:
-            submit(lambda: store.record_process(execution_id, pgid, ident))
-        return record
 
     def _blocked(self, r: Ready, key: str, now: datetime) -> Decision:
         """A guard lock of ``r`` is held on another node (the store wrote nothing)."""

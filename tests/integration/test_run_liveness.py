@@ -106,3 +106,28 @@ def test_sigkilled_node_is_recovered_within_3s_on_sqlite(tmp_path: Path) -> None
 def test_sigkilled_node_is_recovered_within_3s_on_postgresql(tmp_path: Path,
                                                              postgres_url: str) -> None:
     _check(_kill_the_runner(Project(tmp_path, postgres_url)))
+
+
+def _second_with_the_same_id(project: Project) -> None:
+    project.jobs('[jobs.tick]\nevery = "1s"\ncommand = ["true"]\n')
+    first = project.start(log_name="first.log")
+    try:
+        assert first.wait_for(lambda t: "ready node=node-a" in t), first.text()
+        second = project.cli("run", timeout=30)
+        assert second.returncode != 0
+        assert "node id 'node-a' is in use by a live scheduler" in second.stderr, second.stderr
+        assert "Traceback" not in second.stderr
+        assert first.proc.poll() is None  # the first one is not disturbed
+    finally:
+        assert first.stop() == 0, first.text()
+
+
+def test_two_live_schedulers_with_one_node_id_refuse_to_start_on_sqlite(
+        tmp_path: Path) -> None:
+    _second_with_the_same_id(Project(tmp_path, f"sqlite:///{tmp_path / 'state.db'}"))
+
+
+@pytest.mark.postgres
+def test_two_live_schedulers_with_one_node_id_refuse_to_start_on_postgresql(
+        tmp_path: Path, postgres_url: str) -> None:
+    _second_with_the_same_id(Project(tmp_path, postgres_url))
