@@ -38,6 +38,7 @@ log = logging.getLogger("cronctl.runtime")
 
 CHECK_INTERVAL = 0.5  # seconds between judgements of the other nodes
 STALE_SWEEP_EVERY = 20  # checks: locks of nodes without a row (none found dead meanwhile)
+ORPHAN_SCAN_EVERY = 4  # checks: rows of nodes that stopped and left them to the cluster
 REHAND_AFTER = 10.0  # seconds: a running row handed over and still running is retried
 GROUP_POLL = 0.05  # seconds between looks at a process group being terminated
 GONE_WAIT = 5.0  # seconds to wait for a group to vanish after SIGKILL
@@ -179,11 +180,13 @@ class Liveness:
             for r in self.store.pending_or_running(node_ids=list(dead)):
                 if r.scope_node is None:
                     rows[r.id] = r
-        for r in self.store.orphaned_executions():
-            if r.node_id != me:
-                rows[r.id] = r
+        full = self._checks % ORPHAN_SCAN_EVERY == 1  # rows a stopped node left: no hurry
+        if full:
+            for r in self.store.orphaned_executions():
+                if r.node_id != me:
+                    rows[r.id] = r
         self._note_deaths(now, dead)
-        fresh = self._fresh(rows)
+        fresh = self._fresh(rows, full)
         if fresh:
             self.hand_over(fresh, dead, now)
 
@@ -198,13 +201,14 @@ class Liveness:
         self._was_dead = set(dead)
         self._previous = now
 
-    def _fresh(self, rows: Mapping[int, ExecutionRecord]) -> list[ExecutionRecord]:
+    def _fresh(self, rows: Mapping[int, ExecutionRecord], full: bool) -> list[ExecutionRecord]:
         """Rows not handed over yet (a running row again after :data:`REHAND_AFTER`: its
-        close may have failed)."""
+        close may have failed). After a ``full`` scan, rows handed over that are not
+        pending or running any more are forgotten."""
         mono = time.monotonic()
         out: list[ExecutionRecord] = []
         with self._guard:
-            for eid in [e for e in self._handed if e not in rows]:
+            for eid in [e for e in self._handed if full and e not in rows]:
                 del self._handed[eid]  # ended: forget it
             for eid, r in sorted(rows.items(), key=lambda kv: (kv[1].scheduled_at, kv[0])):
                 if eid in self._ending:
