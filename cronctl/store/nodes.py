@@ -161,8 +161,14 @@ class Nodes(SqlConnection):
                 lock = self._node_locks.get(node_id)
             if lock is not None:
                 # On the lock's own session: a dropped connection is opened again and the
-                # lock re-taken first (-1: another scheduler holds it now).
-                return lock.execute(stamp) == 1
+                # lock re-taken first.
+                stamped = lock.execute(stamp)
+                if stamped >= 0:
+                    return stamped == 1
+                # Another session holds the lock: another process took the id (its row
+                # says so: the host/pid check fails), or the server still keeps this
+                # node's previous session after a network cut and lets it go later.
+                # Stamp through the pool meanwhile; the next heartbeat tries again.
             with self._write() as conn:
                 return conn.execute(stamp).rowcount == 1
         with self._write() as conn:

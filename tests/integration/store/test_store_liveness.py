@@ -176,3 +176,37 @@ def test_locks_of_a_killed_node_are_released(store: Store, store_url: str,
         assert time.monotonic() - gone < 3.0
         time.sleep(0.05)
     assert [(g.key, g.node_id) for g in store.guard_locks()] == [(job_lock("mine"), "me")]
+
+
+@pytest.mark.postgres
+def test_a_lock_held_by_a_lingering_session_does_not_stop_heartbeats(
+        postgres_url: str) -> None:
+    """After a network cut the server may keep the node's old session (and its lock) for
+    a while: the heartbeat is stamped meanwhile, and the lock taken back once free."""
+    import psycopg
+
+    from cronctl.store import open_store
+
+    store = open_store(postgres_url, node_id="n")
+    libpq = postgres_url.replace("postgresql+psycopg://", "postgresql://", 1)
+    try:
+        _me(store, "n")
+        key = "hashtextextended('cronctl-node:' || 'n', 0)"
+        with psycopg.connect(libpq, autocommit=True) as admin:
+            # The node's session goes away; another one (the lingering one) holds the lock.
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                          "WHERE application_name = 'cronctl-node' AND datname = "
+                          "current_database()")
+            time.sleep(0.2)
+            assert admin.execute(f"SELECT pg_try_advisory_lock({key})").fetchone() == (True,)
+            before = store.get_node("n")
+            assert store.heartbeat("n", NOW, host=socket.gethostname(), pid=os.getpid())
+            after = store.get_node("n")
+            assert before is not None and after is not None
+            assert after.heartbeat_at > before.heartbeat_at
+            admin.execute(f"SELECT pg_advisory_unlock({key})")
+        assert store.heartbeat("n", NOW, host=socket.gethostname(), pid=os.getpid())
+        with psycopg.connect(libpq, autocommit=True) as admin:  # the node holds it again
+            assert admin.execute(f"SELECT pg_try_advisory_lock({key})").fetchone() == (False,)
+    finally:
+        store.close()
