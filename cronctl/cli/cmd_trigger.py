@@ -10,8 +10,11 @@ exit 0 when it succeeded, 1 otherwise. An unknown job exits 3.
 from __future__ import annotations
 
 import json
+import signal
+import threading
 import time
 from datetime import UTC, datetime, timedelta
+from types import FrameType
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -88,9 +91,18 @@ def _here(config: Config, job: JobDefinition, emit: _Emit) -> None:
 
     configure_logging()
     store = open_store(config.database, node_id=config.node_id, auto_migrate=config.auto_migrate)
+    stop = threading.Event()  # SIGTERM/SIGINT: cancel the attempt, record it cancelled
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        result = run_here(job, store)
+        result = run_here(job, store, stop=stop,
+                          heartbeat_interval=config.heartbeat_interval)
     finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         store.close()
     doc = {"job": result.job_id, "occurrence_id": result.occurrence_id,
            "execution_id": result.execution_id, "attempt": result.attempt,

@@ -21,7 +21,7 @@ from cronctl.core.actions import (
     SkipReason,
     WaitReason,
 )
-from cronctl.core.engine import SchedulerCore
+from cronctl.core.engine import SchedulerCore, refuse_on_skew
 from cronctl.core.errors import ClockSkewError
 from cronctl.core.guards import needs_store
 from cronctl.core.timing import jitter_offset, schedule_for
@@ -48,5 +48,6 @@ __all__ = [
     "WaitReason",
     "jitter_offset",
     "needs_store",
+    "refuse_on_skew",
     "schedule_for",
 ]

@@ -43,6 +43,16 @@ from cronctl.jobs.model import (
 _TICK = timedelta(microseconds=1)
 
 
+def refuse_on_skew(states: Mapping[str, JobState], now: datetime, limit: timedelta) -> None:
+    """:class:`ClockSkewError` when ``now`` is behind a persisted cursor by more than
+    ``limit`` (SPEC section 4 "Clocks"). The runtime calls it before it writes anything
+    at start, :meth:`SchedulerCore.start` again before it acts."""
+    for job_id in sorted(states):
+        cursor = states[job_id].cursor
+        if cursor is not None and cursor - now > limit:
+            raise ClockSkewError(job_id, cursor, now, limit)
+
+
 class SchedulerCore(Guards):
     """Decides what fires, waits, retries, times out and is missed. See the module doc.
 
@@ -104,10 +114,7 @@ class SchedulerCore(Guards):
         executions, then apply each job's misfire policy to the set of instants after its
         cursor (see :meth:`_misfire_set`), then schedule every job's next instant."""
         states = states or {}
-        for job_id in sorted(states):
-            cursor = states[job_id].cursor
-            if cursor is not None and cursor - now > self._skew:
-                raise ClockSkewError(job_id, cursor, now, self._skew)
+        refuse_on_skew(states, now, self._skew)
         out: list[Action] = []
         for job_id, st in states.items():
             js = self._jobs.get(job_id)

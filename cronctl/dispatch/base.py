@@ -11,7 +11,7 @@ Invariants every dispatcher keeps:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
@@ -31,6 +31,10 @@ class DispatchRequest:
     origin: Origin
     execution_id: int | None = None  # None when untracked
     fencing_token: int | None = None
+    # Called (on the dispatcher's thread) once a command runs, with its process group id
+    # and its leader's identity (cronctl.processes): the runtime records them.
+    on_spawn: Callable[[int, str | None], None] | None = field(
+        default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

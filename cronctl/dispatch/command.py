@@ -13,6 +13,14 @@ When the group leader exits, whatever else is still in its process group is kill
 (``SIGKILL``) before the leader is reaped, while its pid still pins the group id: a
 command never leaves orphans behind, the way systemd's ``KillMode=control-group`` treats
 a service. Output still in the pipes is read before the outcome is reported.
+
+If the scheduler itself dies (SIGKILL, a crash), each leader gets SIGKILL from the kernel
+(Linux ``PR_SET_PDEATHSIG``). Linux sends it when the *thread* that forked the child
+exits, which is why only the reactor thread, which outlives every child, spawns; a child
+whose parent died before the signal was armed kills itself at once. What the leader
+forked lives on in its process group, which the runtime records
+(``DispatchRequest.on_spawn``) so that recovery on this host can end it before the
+next attempt.
 """
 
 from __future__ import annotations
@@ -32,10 +40,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from cronctl import processes
 from cronctl.dispatch.base import DispatchRequest, LogSink, Outcome, TargetUnresolved
 from cronctl.dispatch.interceptors import Interceptors
 from cronctl.dispatch.jobcontext import make_context
-from cronctl.dispatch.procenv import command_env, exit_text, spawn_error
+from cronctl.dispatch.procenv import command_env, exit_text, parent_death_signal, spawn_error
 from cronctl.jobs.model import CommandTarget, ExecutionStatus, JobDefinition
 
 log = logging.getLogger("cronctl.dispatch")
@@ -55,6 +64,16 @@ _MAX_WAIT = 3600.0
 
 def _seconds(value: float) -> str:
     return f"{value:g}s"
+
+
+def _record_spawn(child: _Child, pid: int) -> None:
+    on_spawn = child.request.on_spawn
+    if on_spawn is None:
+        return
+    try:
+        on_spawn(pid, processes.identity(pid))  # a group leader: its pid is the group id
+    except Exception:
+        log.exception("on_spawn callback of job %s raised", child.request.job.id)
 
 
 @dataclass(eq=False)
@@ -122,6 +141,7 @@ class _Reactor:
         self._seq = itertools.count()
         self._closing = False
         self.pidfd_missing = not hasattr(os, "pidfd_open")
+        self._preexec = parent_death_signal()
         self._thread = threading.Thread(target=self._run, name="cronctl-commands", daemon=True)
         self._thread.start()
 
@@ -223,6 +243,7 @@ class _Reactor:
                 cwd=target.cwd or None,
                 start_new_session=True,
                 close_fds=True,
+                preexec_fn=self._preexec,
             )
         except OSError as exc:
             self._complete(child, Outcome(ExecutionStatus.FAILED, error=spawn_error(exc, argv,
@@ -235,6 +256,7 @@ class _Reactor:
         child.proc = proc
         child.started_at = time.monotonic()
         self._children.add(child)
+        _record_spawn(child, proc.pid)
         assert proc.stdout is not None and proc.stderr is not None
         for pipe, level in ((proc.stdout, logging.INFO), (proc.stderr, logging.WARNING)):
             fd = pipe.fileno()

@@ -1,5 +1,5 @@
-"""What a command sees and how its end is described: its environment, and the one-line
-errors for exits, signals and failed spawns."""
+"""What a command sees and how its end is described: its environment, its parent-death
+signal, and the one-line errors for exits, signals and failed spawns."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import errno
 import json
 import os
 import signal
+from collections.abc import Callable
 from datetime import UTC
 
 from cronctl.dispatch.base import DispatchRequest
@@ -57,3 +58,27 @@ def spawn_error(exc: OSError, argv: list[str], target: CommandTarget) -> str:
     if isinstance(exc, NotADirectoryError):
         return f"not a directory: {exc.filename or target.cwd or program}"
     return f"cannot start {program}: {exc.strerror or exc}"
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def parent_death_signal() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that arms SIGKILL for when the spawning thread exits, or None
+    where ``prctl`` is unavailable (not Linux). Resolved here, in the parent: the child
+    between fork and exec must not import or allocate more than it has to."""
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+    kill = int(signal.SIGKILL)
+
+    def arm() -> None:
+        prctl(_PR_SET_PDEATHSIG, kill, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the signal was armed
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return arm

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from cronctl.jobs.model import ExecutionStatus
+from cronctl.runtime.logsetup import ids
 from cronctl.store.base import SkipRun, Store, StoreUnavailable, Transition
 
 log = logging.getLogger("cronctl.runtime")
@@ -88,12 +89,15 @@ class FinalBatch:
         self._drain = drain
         self._clock = clock
         self._lock = threading.Lock()
-        self._pending: list[tuple[int, ExecutionStatus, str | None]] = []
+        self._pending: list[tuple[int, ExecutionStatus, str | None, int | None]] = []
 
-    def add(self, execution_id: int, status: ExecutionStatus, error: str | None) -> None:
+    def add(self, execution_id: int, status: ExecutionStatus, error: str | None,
+            token: int | None = None) -> None:
+        """``token``: the fencing token the attempt was claimed with (the store refuses
+        the final status if the row no longer carries it)."""
         with self._lock:
             first = not self._pending
-            self._pending.append((execution_id, status, error))
+            self._pending.append((execution_id, status, error, token))
         if first:
             self._submit(self.flush)
 
@@ -107,15 +111,38 @@ class FinalBatch:
             return
         at = self._clock()
         try:
-            self._store.transitions([Transition(eid, _LIVE, status, error, None, at)
-                                     for eid, status, error in batch])
+            done = self._store.transitions([
+                Transition(eid, _LIVE, status, error, None, at, token)
+                for eid, status, error, token in batch])
         except StoreUnavailable:
             with self._lock:
                 self._pending[:0] = batch
             raise
         except BaseException:
-            for eid, _status, _error in batch:
+            for eid, _status, _error, _token in batch:
                 self._drain(eid)
             raise
-        for eid, _status, _error in batch:
+        for (eid, status, _error, token), ok in zip(batch, done, strict=True):
             self._drain(eid)
+            if not ok:
+                fenced(self._store, eid, status, token)
+
+
+def fenced(store: Store, execution_id: int, status: ExecutionStatus, token: int | None) -> None:
+    """The store refused the final status of an attempt this node ran: its row was
+    closed (or claimed) elsewhere, by the recovery of a node that judged this one dead.
+    SPEC section 4 "Fencing": never silently; name both executions."""
+    row = store.get_execution(execution_id)
+    if row is None:
+        log.warning("fenced: exec=%s ended %s here, but its row is gone", execution_id,
+                    status.value)
+        return
+    newer = [r for r in store.executions_of_occurrence(row.job_id, row.occurrence_id)
+             if r.attempt > row.attempt and r.scope_node == row.scope_node]
+    where = (f"it was recovered elsewhere as exec={newer[-1].id} (attempt "
+             f"{newer[-1].attempt}, node {newer[-1].node_id}, token {newer[-1].fencing_token})"
+             if newer else "it was closed elsewhere and no newer attempt exists")
+    log.warning("fenced: job=%s exec=%s (attempt %d, token %s) ended %s here, but the store "
+                "refused that final status: %s; the row stays %s", row.job_id,
+                execution_id, row.attempt, token, status.value, where, row.status.value,
+                extra=ids(row.job_id, execution_id))

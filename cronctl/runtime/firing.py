@@ -38,6 +38,7 @@ from cronctl.core import (
 from cronctl.dispatch.base import Dispatcher, DispatchRequest, Outcome
 from cronctl.dispatch.logbuffer import LogFlusher, ProcessLogSink
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode, Origin
+from cronctl.runtime import records
 from cronctl.runtime.ahead import RetryRows
 from cronctl.runtime.batches import CursorBatch, FinalBatch
 from cronctl.runtime.health import StoreHealth
@@ -77,6 +78,9 @@ class Firing:
         self._batching = 0
         self.unresolved: set[str] = set()
         self.lost_recoveries: set[int] = set()
+        # When interrupted attempts handed to recovery really ended (their process group
+        # ended, or their node was last known alive): the time their rows are closed with.
+        self.ended: dict[int, datetime] = {}
         self.triggers: dict[str, int] = {}  # occurrence id -> trigger request id
         self.lateness: collections.deque[float] = collections.deque(maxlen=200_000)
         self.fired = 0
@@ -335,9 +339,10 @@ class Firing:
         a, job, execution_id = r.fire, r.job, r.execution_id
         sink = (self.flusher.sink_for(execution_id) if execution_id is not None
                 else ProcessLogSink(job.id))
+        spawned = records.spawn_recorder(self.store, self.io.submit, execution_id)
         request = DispatchRequest(job, a.occurrence_id, a.planned, a.attempt, a.origin,
-                                  execution_id, r.token)
-        run = Run(a, job, execution_id)
+                                  execution_id, r.token, on_spawn=spawned)
+        run = Run(a, job, execution_id, token=r.token)
         self.running[a.key] = run
         key = a.key
         try:
@@ -411,7 +416,7 @@ class Firing:
                     eid if eid is not None else "-", status.value,
                     f" error={error}" if error else "", extra=ids(run.job.id, eid))
         if eid is not None:
-            self.finals.add(eid, status, error)
+            self.finals.add(eid, status, error, run.token)
 
     def _abandon(self, a: Abandon) -> None:
         run = self.running.get(a.key)
@@ -487,9 +492,10 @@ class Firing:
                     extra=ids(a.job_id))
 
     def _close_interrupted(self, a: CloseInterrupted) -> None:
+        ended = self.ended.pop(a.execution_id, None) or self.clock()
         try:
             won = self.store.transition(
-                a.execution_id, _LIVE, a.status, finished_at=self.clock(),
+                a.execution_id, _LIVE, a.status, finished_at=ended,
                 error="interrupted: its scheduler stopped before it finished")
         except Exception as exc:
             won = False

@@ -10,13 +10,14 @@ fire that finds one held on another node is skipped (its own job's lock under ov
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from cronctl.core import Fire
 from cronctl.dispatch.base import ExecutionHandle
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode
-from cronctl.store.base import NewExecution, group_lock, job_lock
+from cronctl.store.base import NewExecution, Store, group_lock, job_lock
 
 # How soon a fire blocked by a guard held on another node tries again: short enough that a
 # serial group keeps moving, long enough that a waiting node costs one small transaction
@@ -59,6 +60,19 @@ class Run:
     execution_id: int | None
     handle: ExecutionHandle | None = None
     cancel_sent: bool = False
+    token: int | None = None  # the fencing token the attempt was claimed with
+
+
+def spawn_recorder(store: Store, submit: Callable[[Callable[[], object]], None],
+                   execution_id: int | None) -> Callable[[int, str | None], None] | None:
+    """Where a command's process group is recorded once it runs (on the I/O thread), so
+    that recovery on this host can end what it leaves behind if this scheduler dies."""
+    if execution_id is None or not store.persistent:
+        return None
+
+    def record(pgid: int, ident: str | None) -> None:
+        submit(lambda: store.record_process(execution_id, pgid, ident))
+    return record
 
 
 def new_rows(tracked: list[Ready], node_id: str, now: datetime) -> list[NewExecution]:

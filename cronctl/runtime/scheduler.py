@@ -20,19 +20,27 @@ from concurrent.futures import Future
 from datetime import UTC, datetime
 from typing import Any
 
+from cronctl import processes
 from cronctl.config import Config
-from cronctl.core import ClockSkewError, JobState, RecoveredExecution, SchedulerCore
+from cronctl.core import (
+    ClockSkewError,
+    JobState,
+    RecoveredExecution,
+    SchedulerCore,
+    refuse_on_skew,
+)
 from cronctl.dispatch.base import Dispatcher, Outcome
 from cronctl.dispatch.logbuffer import LogFlusher
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode, Origin
 from cronctl.runtime.firing import Firing
 from cronctl.runtime.health import StoreHealth
 from cronctl.runtime.io import IoWorker
+from cronctl.runtime.liveness import Liveness
 from cronctl.runtime.logsetup import ids
 from cronctl.runtime.notify import Notifier, SystemdNotifier
 from cronctl.runtime.records import first_line
 from cronctl.runtime.watch import watch_for
-from cronctl.store.base import ExecutionRecord, Store
+from cronctl.store.base import ExecutionRecord, NodeRecord, Store
 
 log = logging.getLogger("cronctl.runtime")
 POLL_INTERVAL = 0.5  # cancel requests, trigger requests, cursor batch
@@ -43,16 +51,6 @@ IO_DRAIN_MIN = 2.0  # the I/O thread's least time to drain at shutdown
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # exists, owned by someone else
-    return True
 
 
 def _recovered(rows: Sequence[ExecutionRecord]) -> list[RecoveredExecution]:
@@ -103,6 +101,16 @@ class Scheduler:
                                   back=lambda: self._inbox.put(("store back",)))
         self.io.on_unavailable = self.health.failed
         self.firing.health = self.health
+        beat = config.heartbeat_interval.total_seconds()
+        if store.beat_interval is not None:
+            beat = min(beat, store.beat_interval)
+        self.liveness = Liveness(
+            store, node_id=config.node_id, ttl=self._ttl, beat_every=beat, clock=self.clock,
+            jobs=lambda: {j.id: j for j in self._jobs}, heartbeat=self._heartbeat,
+            recover=lambda rows, ends: self._inbox.put(("recover", rows, ends)),
+            unavailable=self.health.failed, down=lambda: self.health.down)
+        self._host = socket.gethostname()
+        self._identity = processes.identity(os.getpid())
         self.watch = self.firing.watch = watch_for(self)  # metrics (section 7); or no-ops
         self._thread = threading.Thread(target=self._loop, name="cronctl-scheduler",
                                         daemon=True)
@@ -121,16 +129,25 @@ class Scheduler:
         self._paused_seen: set[str] | None = None  # as the core last heard (I/O thread)
         now = self.clock()
         node = self.config.node_id
-        self._release_dead_holder(node, now)
-        self.store.register_node(node, socket.gethostname(), os.getpid(), now, ttl=self._ttl)
-        self._handed: set[int] = set()  # rows already handed to the core for recovery
+        # SPEC section 4 "Clocks": a clock behind a persisted cursor is refused before
+        # anything is written (no node row, no timestamp).
+        shared = {job_id: JobState(cursor, paused)
+                  for job_id, (cursor, paused) in self.store.job_states().items()}
+        states = self._job_states(node, shared)
+        refuse_on_skew(shared, now, self.config.clock_skew_limit)  # every persisted cursor
+        refuse_on_skew(states, now, self.config.clock_skew_limit)
+        previous = self.store.get_node(node) if self.store.persistent else None
+        self.store.register_node(node, self._host, os.getpid(), now, ttl=self._ttl,
+                                 process_start=self._identity)
         try:
             if self.store.persistent:
                 # Guards this node's previous run held: its executions are recovered below.
                 self.store.release_locks(node)
             self.store.save_definitions(self._jobs, now=now)
-            states = self._job_states(node)
-            initial = self.core.start(now, states, _recovered(self._recoverable(now, True)))
+            rows = self._recoverable(now)
+            self.liveness.handed(rows)
+            self.firing.ended.update(self._ends(rows, previous, now))
+            initial = self.core.start(now, states, _recovered(rows))
         except BaseException:
             self._unregister()
             raise
@@ -138,13 +155,10 @@ class Scheduler:
         up = self._while_up
         self.io.every("log flush", self.config.progress_flush_interval.total_seconds(),
                       up(self.flusher.flush))
-        self.io.every("heartbeat", self.config.heartbeat_interval.total_seconds(),
-                      up(self._heartbeat))
         self.io.every("pause poll", PAUSE_POLL_INTERVAL, up(self._poll_paused))
-        self.io.every("node recovery", self.config.heartbeat_interval.total_seconds(),
-                      up(self._poll_expired))
         self._paused_seen = {j for j, st in states.items() if st.paused}
         self.io.start()
+        self.liveness.start()
         self._initial = initial
         self.watch.begin(states, now)  # before the first fire
         self._thread.start()
@@ -321,7 +335,8 @@ class Scheduler:
                 for job_id, paused in msg[1].items():
                     self.core.set_paused(job_id, paused)
             elif kind == "recover" and not self._stopping:
-                self.firing.execute(self.core.recover(msg[1], self.clock()))
+                self.firing.ended.update(msg[2])
+                self.firing.execute(self.core.recover(_recovered(msg[1]), self.clock()))
             elif kind == "store back":
                 self._store_back()
         except Exception:
@@ -405,19 +420,20 @@ class Scheduler:
         """Is the store back? Write what waited for it: the heartbeat, cursors of fires
         confirmed before the outage, final statuses of executions that ended during it."""
         now = self.clock()
-        if not self.store.heartbeat(self.config.node_id, now):
-            self.store.register_node(self.config.node_id, socket.gethostname(), os.getpid(),
-                                     now, ttl=self._ttl)
+        if not self.store.heartbeat(self.config.node_id, now, host=self._host,
+                                    pid=os.getpid()):
+            self.store.register_node(self.config.node_id, self._host, os.getpid(), now,
+                                     ttl=self._ttl, process_start=self._identity)
         self.firing.cursors.flush(self.store)
         self.firing.finals.flush()
 
-    def _job_states(self, node: str) -> dict[str, JobState]:
+    def _job_states(self, node: str, shared: dict[str, JobState]) -> dict[str, JobState]:
         """Cursors and paused flags; an every_instance job catches up from this node's own
         cursor (no row yet: this node never handled it), never from another node's."""
         mine = self.store.node_cursors(node)
         per_node = {j.id for j in self._jobs if j.mode is Mode.EVERY_INSTANCE}
-        return {job_id: JobState(mine.get(job_id) if job_id in per_node else cursor, paused)
-                for job_id, (cursor, paused) in self.store.job_states().items()}
+        return {job_id: JobState(mine.get(job_id), st.paused) if job_id in per_node else st
+                for job_id, st in shared.items()}
 
     def _poll(self) -> None:
         """On the scheduler thread: hand the I/O thread what to poll for."""
@@ -456,56 +472,49 @@ class Scheduler:
         if changes:
             self._inbox.put(("paused", changes))
 
-    def _release_dead_holder(self, node: str, now: datetime) -> None:
-        """A scheduler killed with SIGKILL leaves its node row with a fresh heartbeat; when
-        that row names this host and a process that no longer exists, restarting must not
-        wait for the heartbeat to expire (systemd restarts within seconds)."""
-        host = socket.gethostname()
-        for holder in self.store.live_nodes(now, self._ttl):
-            if holder.node_id != node or holder.host != host or holder.pid == os.getpid():
-                continue
-            if _process_alive(holder.pid):
-                return
-            log.info("taking over node id %s from process %d, which is gone", node, holder.pid)
-            self.store.unregister_node(node)
-
     def _heartbeat(self) -> None:
+        """On the liveness thread; a row that is gone (or taken over after this node was
+        judged dead) is registered again."""
         now = self.clock()
-        if not self.store.heartbeat(self.config.node_id, now):
-            self.store.register_node(self.config.node_id, socket.gethostname(), os.getpid(),
-                                     now, ttl=self._ttl)
+        node = self.config.node_id
+        if not self.store.heartbeat(node, now, host=self._host, pid=os.getpid()):
+            log.warning("node %s was no longer registered (judged dead?); registering again",
+                        node)
+            self.store.register_node(node, self._host, os.getpid(), now, ttl=self._ttl,
+                                     process_start=self._identity)
 
-    def _poll_expired(self) -> None:
-        now = self.clock()
-        if self.store.persistent:
-            freed = self.store.release_stale_locks(now, self._ttl)
-            if freed:
-                log.info("released %d guard locks of nodes that are gone", freed)
-        rows = [r for r in self._recoverable(now, False)
-                if r.scope_node is None and r.id not in self._handed]
-        if rows:
-            # A pending row waits out its backoff in the core: hand it over once.
-            self._handed.update(r.id for r in rows if r.status is ExecutionStatus.PENDING)
-            self._inbox.put(("recover", _recovered(rows)))
-
-    def _recoverable(self, now: datetime, startup: bool) -> list[ExecutionRecord]:
-        """Rows to recover: at start-up this node's own (left by its previous run); and
-        single_instance rows of nodes whose heartbeat expired or that stopped and left
-        them (pending retries a gracefully stopped node hands to the cluster)."""
+    def _recoverable(self, now: datetime) -> list[ExecutionRecord]:
+        """Rows to recover at start-up: this node's own (left by its previous run), and
+        single_instance rows of nodes that are dead or stopped and left them (pending
+        retries a gracefully stopped node hands to the cluster). Later the liveness
+        thread finds those of nodes that die while this one runs."""
         if not self.store.persistent:
             return []
         me = self.config.node_id
-        rows = {r.id: r for r in self.store.pending_or_running(node_id=me)} if startup else {}
-        for node in self.store.expired_nodes(now, self._ttl):
-            if node.node_id == me:
-                continue
-            for r in self.store.pending_or_running(node_id=node.node_id):
-                if r.scope_node is None:
-                    rows[r.id] = r
+        rows = {r.id: r for r in self.store.pending_or_running(node_id=me)}
+        dead = [n.node_id for n in self.store.dead_nodes(now, self._ttl) if n.node_id != me]
+        if dead:
+            rows.update((r.id, r) for r in self.store.pending_or_running(node_ids=dead)
+                        if r.scope_node is None)
         rows.update((r.id, r) for r in self.store.orphaned_executions() if r.node_id != me)
         return sorted(rows.values(), key=lambda r: (r.scheduled_at, r.id))
 
+    def _ends(self, rows: Sequence[ExecutionRecord], previous: NodeRecord | None,
+              now: datetime) -> dict[int, datetime]:
+        """End times of the interrupted (running) ``rows``: a process group one of them
+        left on this host is ended now, before any next attempt; otherwise it ended when
+        its node was last known alive (this node's previous run: its last heartbeat)."""
+        ends = self.liveness.end_groups(rows)
+        nodes = {n.node_id: n for n in self.store.dead_nodes(now, self._ttl)} if rows else {}
+        if previous is not None:
+            nodes[previous.node_id] = previous
+        for r in rows:
+            if r.status is ExecutionStatus.RUNNING and r.id not in ends:
+                ends[r.id] = self.liveness.ended_at(r, nodes.get(r.node_id), now)
+        return ends
+
     def _unregister(self) -> None:
+        self.liveness.stop()
         try:
             if self.store.persistent:
                 self.store.release_locks(self.config.node_id)

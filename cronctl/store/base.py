@@ -170,11 +170,18 @@ class Store(Protocol):
         error: str | None = None,
         started_at: datetime | None = None,
         finished_at: datetime | None = None,
+        fencing_token: int | None = None,
     ) -> bool:
         """Compare-and-set the status: change it to ``new`` only if it currently is
         ``expected`` (or one of them). Returns whether this call changed it; of two racing
         callers exactly one wins. ``error``/``started_at``/``finished_at`` are written only
-        when given (and only when the transition happens)."""
+        when given (and only when the transition happens).
+
+        Fencing: with ``fencing_token`` (the token the writer claimed the row with) the
+        change also requires the row to carry that token, so a writer whose claim is stale
+        changes nothing. A row that recovery closed (its node was judged dead) is not
+        ``running`` any more, so the late final status of its first node is refused
+        either way; the runtime logs that refusal (SPEC section 4, "Fencing")."""
         ...
 
     def claim_execution(
@@ -197,7 +204,8 @@ class Store(Protocol):
     def transitions(self, changes: Sequence[Transition]) -> list[bool]:
         """:meth:`transition` for each change, in order, in ONE transaction; whether each
         one happened. A change to a final status (neither ``pending`` nor ``running``)
-        also releases the guard locks its execution holds, in the same transaction."""
+        that happens also releases the guard locks its execution holds, in the same
+        transaction (a refused one releases nothing: they may be another claimant's)."""
         ...
 
     # --- guard locks (cluster-wide serial groups and single_instance overlap) ----------
@@ -230,8 +238,8 @@ class Store(Protocol):
         ...
 
     def release_stale_locks(self, now: datetime, ttl: timedelta) -> int:
-        """Drop the locks of nodes that are not live (heartbeat at or before ``now - ttl``,
-        or no node row at all: crashed or stopped); how many."""
+        """Drop the locks of nodes that are dead (see :meth:`dead_nodes`) or have no node
+        row at all (crashed or stopped); how many."""
         ...
 
     def orphaned_executions(self) -> list[ExecutionRecord]:
@@ -270,10 +278,18 @@ class Store(Protocol):
         *,
         node_id: str | None = None,
         job_ids: Collection[str] | None = None,
+        node_ids: Collection[str] | None = None,
     ) -> list[ExecutionRecord]:
         """Executions still ``pending`` or ``running`` (optionally only those inserted by
-        ``node_id``, or only of ``job_ids``), oldest ``scheduled_at`` first. Used for
-        recovery, cluster-wide overlap and serial groups."""
+        ``node_id``, or by one of ``node_ids``, or only of ``job_ids``), oldest
+        ``scheduled_at`` first. Used for recovery, cluster-wide overlap and serial
+        groups."""
+        ...
+
+    def record_process(self, execution_id: int, pgid: int, process_start: str | None) -> None:
+        """Record the process group a command attempt runs in and its leader's identity
+        (:mod:`cronctl.processes`), so that recovery on the same host can end what the
+        attempt left running."""
         ...
 
     def request_cancel(self, execution_id: int) -> bool:
@@ -398,33 +414,58 @@ class Store(Protocol):
     def get_trigger(self, request_id: int) -> TriggerRequest | None: ...
 
     # --- nodes -------------------------------------------------------------------------
+    # Liveness never trusts a node's wall clock (the rules: cronctl.store.liveness). On
+    # PostgreSQL a registered node holds an advisory lock on a session of this store's
+    # own, released by the server when that connection drops, and heartbeats are stamped
+    # and aged by the server's clock; on SQLite a node lives while its recorded process
+    # (pid and start time) runs. ``now`` and ``ttl`` matter only where no better signal
+    # exists: a node whose heartbeat is older than ``ttl`` is dead (on SQLite only rows
+    # without a process identity, or of another host).
+
+    @property
+    def beat_interval(self) -> float | None:
+        """The longest a live node may go between heartbeats for the liveness rule to hold
+        (seconds; PostgreSQL, where a node whose lock connection dropped takes its lock
+        again at its next heartbeat); ``None``: heartbeats play no part in it beyond
+        ``ttl`` (SQLite)."""
+        ...
 
     def register_node(
-        self, node_id: str, host: str, pid: int, started_at: datetime, *, ttl: timedelta
+        self, node_id: str, host: str, pid: int, started_at: datetime, *, ttl: timedelta,
+        process_start: str | None = None,
     ) -> None:
-        """Register (or re-register) this scheduler; ``started_at`` is also its first
-        heartbeat. Raises :class:`NodeIdInUse` if a node with this id is live (heartbeat
-        later than ``started_at - ttl``) with a different host or pid. Atomic: of two
-        schedulers registering one id at once, one is refused."""
+        """Register (or re-register) this process as node ``node_id``; on PostgreSQL take
+        its lock (held until :meth:`unregister_node` or :meth:`close`).
+        ``process_start`` is the identity of process ``pid``
+        (:func:`cronctl.processes.identity`). Raises :class:`NodeIdInUse` if another live
+        process holds the id. Atomic: of two registering one id at once, one is refused."""
         ...
 
     def heartbeat(
         self, node_id: str, at: datetime, *, host: str | None = None, pid: int | None = None
     ) -> bool:
-        """Record a heartbeat. False if the node row is gone (unregistered), or, when
-        ``host``/``pid`` are given, if it now belongs to another process (it took the id
-        over after this one's heartbeat expired): stop, or re-register."""
+        """Record a heartbeat (at ``at`` on SQLite, by the server's clock on PostgreSQL,
+        where a dropped lock session is opened again and the lock re-taken first). False
+        if the node row is gone (unregistered), if the lock is held by another process, or,
+        when ``host``/``pid`` are given, if the row now belongs to another process (it took
+        the id over after this one was judged dead): stop, or re-register."""
         ...
+
+    def get_node(self, node_id: str) -> NodeRecord | None: ...
 
     def live_nodes(self, now: datetime, ttl: timedelta) -> list[NodeRecord]:
-        """Nodes whose last heartbeat is later than ``now - ttl``, by node id."""
+        """Nodes that are not dead (see :meth:`dead_nodes`), by node id."""
         ...
 
-    def expired_nodes(self, now: datetime, ttl: timedelta) -> list[NodeRecord]:
-        """Nodes whose last heartbeat is at or before ``now - ttl``, by node id."""
+    def dead_nodes(self, now: datetime, ttl: timedelta) -> list[NodeRecord]:
+        """Nodes judged dead, by node id: on PostgreSQL, whose lock is free (and whose
+        heartbeat is older than a short grace, by the server's clock) or whose heartbeat is
+        older than ``ttl``; on SQLite, whose recorded process is gone."""
         ...
 
-    def unregister_node(self, node_id: str) -> None: ...
+    def unregister_node(self, node_id: str) -> None:
+        """Delete the node row (and on PostgreSQL release its lock)."""
+        ...
 
 
 

@@ -69,9 +69,10 @@ class Executions(SqlConnection):
         error: str | None = None,
         started_at: datetime | None = None,
         finished_at: datetime | None = None,
+        fencing_token: int | None = None,
     ) -> bool:
         change = Transition(execution_id, statuses(expected), new, error, started_at,
-                            finished_at)
+                            finished_at, fencing_token)
         return self.transitions([change])[0]
 
     def transitions(self, changes: Sequence[Transition]) -> list[bool]:
@@ -136,15 +137,23 @@ class Executions(SqlConnection):
         *,
         node_id: str | None = None,
         job_ids: Collection[str] | None = None,
+        node_ids: Collection[str] | None = None,
     ) -> list[ExecutionRecord]:
         q = sa.select(job_executions).where(X.status.in_(LIVE))
         if node_id is not None:
             q = q.where(X.node_id == node_id)
+        if node_ids is not None:
+            q = q.where(X.node_id.in_(list(node_ids)))
         if job_ids is not None:
             q = q.where(X.job_id.in_(list(job_ids)))
         q = q.order_by(X.scheduled_at, X.id)
         with self._read() as conn:
             return [execution_row(r) for r in conn.execute(q)]
+
+    def record_process(self, execution_id: int, pgid: int, process_start: str | None) -> None:
+        with self._write() as conn:
+            conn.execute(sa.update(job_executions).where(X.id == execution_id)
+                         .values(pgid=pgid, process_start=process_start))
 
     def request_cancel(self, execution_id: int) -> bool:
         with self._write() as conn:

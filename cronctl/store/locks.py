@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 import sqlalchemy as sa
 
 from cronctl.store.connection import LIVE, SqlConnection, X
+from cronctl.store.nodes import release_stale
 from cronctl.store.records import (
     ExecutionRecord,
     GuardLock,
@@ -58,12 +59,9 @@ class GuardLocks(SqlConnection):
                 sa.delete(guard_locks).where(guard_locks.c.node_id == node_id)).rowcount)
 
     def release_stale_locks(self, now: datetime, ttl: timedelta) -> int:
-        cutoff = require_aware(now, "now") - ttl
-        N = scheduler_nodes.c
-        live = sa.select(N.node_id).where(N.heartbeat_at > cutoff)
+        at = require_aware(now, "now")
         with self._write() as conn:
-            return int(conn.execute(
-                sa.delete(guard_locks).where(guard_locks.c.node_id.not_in(live))).rowcount)
+            return release_stale(conn, self.engine.dialect.name == "postgresql", at, ttl)
 
     def orphaned_executions(self) -> list[ExecutionRecord]:
         q = (sa.select(job_executions)

@@ -70,7 +70,7 @@ class RawSql:
         self.pg = engine.dialect.name == "postgresql"
         self._error: type[Exception] = engine.dialect.loaded_dbapi.Error
         self._text: dict[str, str] = {}
-        self._updates: dict[tuple[bool, bool, bool, int], str] = {}
+        self._updates: dict[tuple[bool, bool, bool, int, bool], str] = {}
 
     # --- plumbing --------------------------------------------------------------------------
 
@@ -198,7 +198,10 @@ class RawSql:
 
     def transitions(self, cur: Any, changes: Sequence[Transition]) -> list[bool]:
         out = self._transitions(cur, changes)
-        ended = [c.execution_id for c in changes if c.new in _FINAL]
+        # Only changes that happened: a refused (stale) writer must not drop the locks of
+        # whoever holds the row now.
+        ended = [c.execution_id for c, ok in zip(changes, out, strict=True)
+                 if ok and c.new in _FINAL]
         if ended:
             self.release_executions(cur, ended)
         return out
@@ -207,15 +210,19 @@ class RawSql:
         out: list[bool] = []
         for c in changes:
             allowed = [s.value for s in statuses(c.expected)]
+            fenced = c.fencing_token is not None
             shape = (c.error is not None, c.started_at is not None, c.finished_at is not None,
-                     len(allowed))
+                     len(allowed), fenced)
             sql = self._updates.get(shape)
             if sql is None:
                 sets = ["status = ?"] + [f"{name} = ?" for name, on in zip(
                     ("error", "started_at", "finished_at"), shape[:3], strict=True) if on]
+                # Fencing: a writer whose claim is stale (the row carries another token)
+                # changes nothing.
                 sql = self._updates[shape] = self.sql(
                     f"UPDATE job_executions SET {', '.join(sets)} WHERE id = ? AND status IN "
-                    f"({', '.join('?' * len(allowed))})")
+                    f"({', '.join('?' * len(allowed))})"
+                    + (" AND fencing_token = ?" if fenced else ""))
             values: list[Any] = [ExecutionStatus(c.new).value]
             if c.error is not None:
                 values.append(c.error)
@@ -223,7 +230,8 @@ class RawSql:
                 values.append(self.ts(require_aware(c.started_at, "started_at")))
             if c.finished_at is not None:
                 values.append(self.ts(require_aware(c.finished_at, "finished_at")))
-            cur.execute(sql, (*values, c.execution_id, *allowed))
+            tail = (c.fencing_token,) if fenced else ()
+            cur.execute(sql, (*values, c.execution_id, *allowed, *tail))
             out.append(cur.rowcount == 1)
         return out
 

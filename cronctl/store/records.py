@@ -29,8 +29,7 @@ class SchemaMismatch(StoreError):
 
 
 class NodeIdInUse(StoreError):
-    """Another live scheduler (heartbeat not expired, different host or pid) already
-    holds this ``node_id``."""
+    """Another live scheduler already holds this ``node_id``."""
 
 
 # --- rows --------------------------------------------------------------------------------
@@ -82,15 +81,22 @@ class ExecutionRecord:
     progress_total: float | None = None
     progress_message: str | None = None
     cancel_requested: bool = False
+    pgid: int | None = None  # a command's process group (its leader's pid)
+    process_start: str | None = None  # the leader's identity (cronctl.processes)
 
 
 @dataclass(frozen=True)
 class NodeRecord:
+    """A registered scheduler (or ``cronctl trigger --here`` process). ``heartbeat_at`` is
+    stamped by the database server's clock on PostgreSQL; ``process_start`` is the
+    process's identity (:mod:`cronctl.processes`), ``None`` when it was not recorded."""
+
     node_id: str
     host: str
     pid: int
     started_at: datetime
     heartbeat_at: datetime
+    process_start: str | None = None
 
 
 @dataclass(frozen=True)
@@ -165,7 +171,8 @@ def job_lock(job_id: str) -> str:
 @dataclass(frozen=True, slots=True)
 class Transition:
     """One compare-and-set for :meth:`Store.transitions` (the arguments of
-    :meth:`Store.transition`)."""
+    :meth:`Store.transition`). With ``fencing_token`` the change happens only if the row
+    still carries that token (the writer's claim is not stale)."""
 
     execution_id: int
     expected: ExecutionStatus | tuple[ExecutionStatus, ...]
@@ -173,6 +180,7 @@ class Transition:
     error: str | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    fencing_token: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -77,6 +77,7 @@ class SqlStore(Schedules, Executions, GuardLocks, JobLogs, TriggerRequests, Node
             shutil.rmtree(self._private, ignore_errors=True)
 
     def close(self) -> None:
+        self.release_node_locks()
         self.engine.dispose()
         if self._private is not None:
             atexit.unregister(self._remove_private)

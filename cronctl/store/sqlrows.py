@@ -45,12 +45,15 @@ def execution_row(row: sa.Row[Any]) -> ExecutionRecord:
         progress_total=m["progress_total"],
         progress_message=m["progress_message"],
         cancel_requested=bool(m["cancel_requested"]),
+        pgid=m["pgid"],
+        process_start=m["process_start"],
     )
 
 
 def node_row(row: sa.Row[Any]) -> NodeRecord:
     m = row._mapping
-    return NodeRecord(m["node_id"], m["host"], int(m["pid"]), m["started_at"], m["heartbeat_at"])
+    return NodeRecord(m["node_id"], m["host"], int(m["pid"]), m["started_at"], m["heartbeat_at"],
+                      m["process_start"])
 
 
 def trigger_row(row: sa.Row[Any]) -> TriggerRequest:

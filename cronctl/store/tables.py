@@ -64,6 +64,7 @@ class UtcDateTime(sa.types.TypeDecorator[datetime]):
 BigId = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 ID_LEN = 200  # job and node ids: SPEC allows 1-200 chars
+PROCESS_IDENT_LEN = 64  # "<boot id>:<start ticks>" (cronctl.processes.identity)
 
 job_schedules = sa.Table(
     "job_schedules",
@@ -99,6 +100,10 @@ job_executions = sa.Table(
     sa.Column("progress_total", sa.Float(), nullable=True),
     sa.Column("progress_message", sa.Text(), nullable=True),
     sa.Column("cancel_requested", sa.Boolean(), nullable=False, server_default=sa.false()),
+    # A command's process group and its leader's identity (cronctl.processes), so that
+    # recovery on the same host can end what an interrupted attempt left running.
+    sa.Column("pgid", sa.Integer(), nullable=True),
+    sa.Column("process_start", sa.String(PROCESS_IDENT_LEN), nullable=True),
     # The election: a second row for the same occurrence, scope and attempt is impossible.
     sa.UniqueConstraint("job_id", "occurrence_id", "scope", "attempt"),
     sa.Index("ix_job_executions_job_id_scheduled_at", "job_id", "scheduled_at"),
@@ -129,6 +134,8 @@ scheduler_nodes = sa.Table(
     sa.Column("pid", sa.Integer(), nullable=False),
     sa.Column("started_at", UtcDateTime(), nullable=False),
     sa.Column("heartbeat_at", UtcDateTime(), nullable=False),
+    # The scheduler's process identity: on SQLite (one host) a node is live while it runs.
+    sa.Column("process_start", sa.String(PROCESS_IDENT_LEN), nullable=True),
 )
 
 trigger_requests = sa.Table(

@@ -238,11 +238,25 @@ def test_replay_errors(cli: Cli, args: tuple[str, ...], rc: int, text: str) -> N
 # --- status -----------------------------------------------------------------------------------
 
 
+def _register_gone(store: Store, node_id: str, last_seen: datetime) -> None:
+    """A node that died at ``last_seen``: on PostgreSQL its lock session is closed and its
+    heartbeat (stamped by the server) is set back to then."""
+    store.register_node(node_id, "host-b", 222, last_seen, ttl=timedelta(0),
+                        process_start="gone:1")
+    if store.kind == "postgresql":
+        import sqlalchemy as sa
+
+        store.release_node_locks()  # type: ignore[attr-defined]
+        with store.engine.begin() as conn:  # type: ignore[attr-defined]
+            conn.execute(sa.text("UPDATE scheduler_nodes SET heartbeat_at = :t "
+                                 "WHERE node_id = :n"), {"t": last_seen, "n": node_id})
+
+
 def _check_status(cli: Cli, store: Store) -> None:
     now = datetime.now(UTC)
     store.register_node("live-1", "host-a", 111, now - timedelta(seconds=30), ttl=timedelta(0))
     store.heartbeat("live-1", now)
-    store.register_node("gone-1", "host-b", 222, now - timedelta(minutes=5), ttl=timedelta(0))
+    _register_gone(store, "gone-1", now - timedelta(minutes=5))
     planned = now.replace(microsecond=0) - timedelta(minutes=1)
     _execute(store, "hourly", planned, ExecutionStatus.PENDING)
     running = store.list_executions(job_id="hourly", limit=1)[0]

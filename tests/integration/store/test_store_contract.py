@@ -19,7 +19,7 @@ from cronctl.jobs.model import (
     Origin,
     PythonTarget,
 )
-from cronctl.store import NodeIdInUse, Store, occurrence_id
+from cronctl.store import Store, occurrence_id
 
 S = ExecutionStatus
 T0 = datetime(2026, 3, 8, 7, 0, 0, 123456, tzinfo=UTC)
@@ -420,42 +420,4 @@ def test_replay_requests_are_never_queued_twice(store: Store) -> None:
     assert store.enqueue_trigger("a", Origin.REPLAY, scheduled_at=planned) is None
 
 
-# --- nodes -------------------------------------------------------------------------------
-
-
-def test_node_registration_and_heartbeats(store: Store) -> None:
-    store.register_node("n1", "host-a", 100, T0, ttl=TTL)
-    store.register_node("n1", "host-a", 100, T0 + timedelta(seconds=1), ttl=TTL)  # restart
-    with pytest.raises(NodeIdInUse, match="n1.*host-a.*100"):
-        store.register_node("n1", "host-b", 100, T0 + timedelta(seconds=2), ttl=TTL)
-    with pytest.raises(NodeIdInUse):
-        store.register_node("n1", "host-a", 101, T0 + timedelta(seconds=2), ttl=TTL)
-    store.register_node("n2", "host-b", 200, T0, ttl=TTL)
-    assert store.heartbeat("n1", T0 + timedelta(seconds=20))
-    assert store.heartbeat("n1", T0 + timedelta(seconds=20), host="host-a", pid=100)
-    assert not store.heartbeat("n1", T0 + timedelta(seconds=20), host="host-a", pid=101)
-    assert not store.heartbeat("n1", T0 + timedelta(seconds=20), host="host-z")
-    now = T0 + timedelta(seconds=31)
-    assert [n.node_id for n in store.live_nodes(now, TTL)] == ["n1"]
-    (expired,) = store.expired_nodes(now, TTL)
-    assert (expired.node_id, expired.host, expired.pid) == ("n2", "host-b", 200)
-    assert (expired.started_at, expired.heartbeat_at) == (T0, T0)
-    # n2 is dead: another process may take the id over.
-    store.register_node("n2", "host-c", 300, now, ttl=TTL)
-    (n2,) = [n for n in store.live_nodes(now, TTL) if n.node_id == "n2"]
-    assert (n2.host, n2.pid, n2.started_at) == ("host-c", 300, now)
-    store.unregister_node("n1")
-    assert not store.heartbeat("n1", now)
-    assert [n.node_id for n in store.live_nodes(now, TTL)] == ["n2"]
-    store.unregister_node("n1")  # idempotent
-
-
-def test_racing_registrations_of_one_node_id(store_factory: StoreFactory) -> None:
-    def register(s: Store, i: int) -> bool:
-        try:
-            s.register_node("same", f"host-{i}", 1000 + i, T0, ttl=TTL)
-        except NodeIdInUse:
-            return False
-        return True
-
-    assert sorted(race(store_factory, 4, register)) == [False, False, False, True]
+# Node liveness and registration: test_store_liveness.py (with real processes).
