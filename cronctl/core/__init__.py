@@ -21,8 +21,8 @@ from cronctl.core.actions import (
     SkipReason,
     WaitReason,
 )
-from cronctl.core.engine import SchedulerCore, refuse_on_skew
-from cronctl.core.errors import ClockSkewError
+from cronctl.core.engine import SchedulerCore
+from cronctl.core.errors import ClockSkewError, refuse_on_skew
 from cronctl.core.guards import needs_store
 from cronctl.core.timing import jitter_offset, schedule_for
 

@@ -25,7 +25,7 @@ from cronctl.core.actions import (
     Skip,
     SkipReason,
 )
-from cronctl.core.errors import ClockSkewError
+from cronctl.core.errors import ClockSkewError, refuse_on_skew
 from cronctl.core.guards import _FIRE, _RETRY, _SCHEDULED_ORIGINS, Guards, first_scheduled
 from cronctl.core.misfires import decide
 from cronctl.core.state import Job as _Job
@@ -41,16 +41,6 @@ from cronctl.jobs.model import (
 )
 
 _TICK = timedelta(microseconds=1)
-
-
-def refuse_on_skew(states: Mapping[str, JobState], now: datetime, limit: timedelta) -> None:
-    """:class:`ClockSkewError` when ``now`` is behind a persisted cursor by more than
-    ``limit`` (SPEC section 4 "Clocks"). The runtime calls it before it writes anything
-    at start, :meth:`SchedulerCore.start` again before it acts."""
-    for job_id in sorted(states):
-        cursor = states[job_id].cursor
-        if cursor is not None and cursor - now > limit:
-            raise ClockSkewError(job_id, cursor, now, limit)
 
 
 class SchedulerCore(Guards):

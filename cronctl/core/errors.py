@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from cronctl.errors import CronctlError
 
@@ -24,3 +26,18 @@ class ClockSkewError(CronctlError):
         self.cursor = cursor
         self.now = now
         self.limit = limit
+
+
+class SkewState(Protocol):
+    @property
+    def cursor(self) -> datetime | None: ...
+
+
+def refuse_on_skew(states: Mapping[str, SkewState], now: datetime, limit: timedelta) -> None:
+    """:class:`ClockSkewError` when ``now`` is behind a persisted cursor by more than
+    ``limit`` (SPEC section 4 "Clocks"). The runtime calls it before it writes anything
+    at start, :meth:`SchedulerCore.start` again before it acts."""
+    for job_id in sorted(states):
+        cursor = states[job_id].cursor
+        if cursor is not None and cursor - now > limit:
+            raise ClockSkewError(job_id, cursor, now, limit)

@@ -37,20 +37,20 @@ from cronctl.core import (
 )
 from cronctl.dispatch.base import Dispatcher, DispatchRequest, Outcome
 from cronctl.dispatch.logbuffer import LogFlusher, ProcessLogSink
-from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode, Origin
+from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode
 from cronctl.runtime import records
 from cronctl.runtime.ahead import RetryRows
-from cronctl.runtime.batches import CursorBatch, FinalBatch
+from cronctl.runtime.batches import FinalBatch
+from cronctl.runtime.handled import SCHEDULED, Handled
 from cronctl.runtime.health import StoreHealth
 from cronctl.runtime.io import IoWorker
 from cronctl.runtime.logsetup import ids
 from cronctl.runtime.records import REMOTE_RETRY, Ready, Run, first_line, locks_for, new_rows
 from cronctl.runtime.watch import NullWatch, Watch
-from cronctl.store.base import SkipRun, Store, StoreUnavailable, Transition, job_lock
+from cronctl.store.base import Store, StoreUnavailable, Transition, job_lock
 
 log = logging.getLogger("cronctl.runtime")
-_SCHEDULED = (Origin.CRON, Origin.MISFIRE)
-_LEDGER_ORIGINS = _SCHEDULED  # a replay or manual fire that does not run is no planned instant
+_SCHEDULED = SCHEDULED
 _LIVE = (ExecutionStatus.PENDING, ExecutionStatus.RUNNING)
 
 
@@ -72,7 +72,9 @@ class Firing:
         self.clock = clock
         self.post = post
         self.running: dict[ExecKey, Run] = {}
-        self.cursors = CursorBatch(node_id)
+        self.handled = Handled(core, node_id=node_id, persistent=store.persistent,
+                               watch=lambda: self.watch)
+        self.cursors = self.handled.cursors
         self.finals = FinalBatch(store, io.submit, flusher.drain, clock)
         self._fires: list[Fire] = []  # deferred to the end of the batch (see ``batch``)
         self._batching = 0
@@ -84,7 +86,6 @@ class Firing:
         self.triggers: dict[str, int] = {}  # occurrence id -> trigger request id
         self.lateness: collections.deque[float] = collections.deque(maxlen=200_000)
         self.fired = 0
-        self.skipped = 0
         self._store_down = False
         self.group_index: dict[str, list[str]] = {}  # serial group -> job ids (set on load)
         self.health: StoreHealth | None = None  # set by the Scheduler
@@ -149,9 +150,9 @@ class Firing:
         elif isinstance(a, Skip):
             self._skip(a)
         elif isinstance(a, AdvanceCursor):
-            self._cursor(a.job_id, a.planned)
+            self.handled.cursor(a.job_id, a.planned)
         elif isinstance(a, Missed):
-            self._missed(a)
+            self.handled.missed(a)
         elif isinstance(a, Retry):
             self._retry(a)
         elif isinstance(a, CloseInterrupted):
@@ -291,7 +292,7 @@ class Firing:
             log.debug("not elected job=%s planned=%s", a.job_id, a.planned.isoformat(),
                       extra=ids(a.job_id))
             if a.origin in _SCHEDULED:
-                self._cursor(a.job_id, a.planned)
+                self.handled.cursor(a.job_id, a.planned)
             follow.extend(self._release(a, now, "another node runs this occurrence").actions)
         return [r for r in ready if id(r) not in lost]
 
@@ -358,7 +359,7 @@ class Firing:
         self.lateness.append((started - a.due).total_seconds())
         self.watch.started(run)
         if execution_id is not None and a.origin in _SCHEDULED:
-            self._cursor(job.id, a.planned)
+            self.handled.cursor(job.id, a.planned)
         if self.triggers:
             self._trigger_done(a.occurrence_id, execution_id, None)
         if log.isEnabledFor(logging.INFO):
@@ -448,48 +449,9 @@ class Firing:
     # --- the rest --------------------------------------------------------------------------
 
     def _skip(self, a: Skip) -> None:
-        self._ledger(a)
-        self.skipped += a.count
-        level = logging.DEBUG if a.reason is SkipReason.REMOVED else logging.INFO
-        if a.last is None:
-            log.log(level, "skipped job=%s planned=%s reason=%s", a.job_id,
-                    a.planned.isoformat(), a.reason.value, extra=ids(a.job_id))
-        else:  # a run of consecutive planned instants (a misfire set)
-            log.log(level, "skipped job=%s planned=%s..%s count=%s%d reason=%s", a.job_id,
-                    a.planned.isoformat(), a.last.isoformat(),
-                    "" if a.count_exact else ">", a.count, a.reason.value, extra=ids(a.job_id))
-        if a.origin in _SCHEDULED:
-            self._cursor(a.job_id, a.newest)
+        self.handled.skip(a)
         if a.reason is SkipReason.REMOVED and len(self.ahead):
             self.ahead.close_removed(a.job_id, a.planned)
-
-    def _cursor(self, job_id: str, planned: datetime) -> None:
-        self.watch.handled(job_id, planned)
-        job = self.core.job(job_id)
-        if job is not None and is_tracked(job) and self.store.persistent:
-            self.cursors.add(job_id, planned, per_node=job.mode is Mode.EVERY_INSTANCE)
-
-    def _ledger(self, a: Skip) -> None:
-        """The skip record of planned instants that did not run (SPEC section 4): for
-        tracked jobs, once cluster-wide (every_instance: once per node)."""
-        self.watch.skipped(a)
-        if a.reason is SkipReason.REMOVED or a.origin not in _LEDGER_ORIGINS:
-            return
-        job = self.core.job(a.job_id)
-        if job is None or not is_tracked(job) or not self.store.persistent:
-            return
-        scope = self.node_id if job.mode is Mode.EVERY_INSTANCE else None
-        self.cursors.skip(SkipRun(a.job_id, a.reason.value, a.planned, a.newest, a.count,
-                                  self.node_id, scope))
-
-    def _missed(self, a: Missed) -> None:
-        self.watch.missed(a)
-        count = str(a.count) if a.count_exact else f"more than {a.count}"
-        runs = a.count - a.dropped
-        log.info("missed job=%s fires=%s newest=%s policy=%s: %s", a.job_id, count,
-                    a.newest.isoformat(), a.policy.value,
-                    f"running {runs}, {a.dropped} older dropped" if runs else "skipped",
-                    extra=ids(a.job_id))
 
     def _close_interrupted(self, a: CloseInterrupted) -> None:
         ended = self.ended.pop(a.execution_id, None) or self.clock()

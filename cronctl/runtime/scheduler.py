@@ -24,14 +24,14 @@ from cronctl import processes
 from cronctl.config import Config
 from cronctl.core import (
     ClockSkewError,
-    JobState,
     RecoveredExecution,
     SchedulerCore,
     refuse_on_skew,
 )
 from cronctl.dispatch.base import Dispatcher, Outcome
 from cronctl.dispatch.logbuffer import LogFlusher
-from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode, Origin
+from cronctl.jobs.model import ExecutionStatus, JobDefinition, Origin
+from cronctl.runtime import startup
 from cronctl.runtime.firing import Firing
 from cronctl.runtime.health import StoreHealth
 from cronctl.runtime.io import IoWorker
@@ -40,7 +40,7 @@ from cronctl.runtime.logsetup import ids
 from cronctl.runtime.notify import Notifier, SystemdNotifier
 from cronctl.runtime.records import first_line
 from cronctl.runtime.watch import watch_for
-from cronctl.store.base import ExecutionRecord, NodeRecord, Store
+from cronctl.store.base import ExecutionRecord, Store
 
 log = logging.getLogger("cronctl.runtime")
 POLL_INTERVAL = 0.5  # cancel requests, trigger requests, cursor batch
@@ -131,9 +131,8 @@ class Scheduler:
         node = self.config.node_id
         # SPEC section 4 "Clocks": a clock behind a persisted cursor is refused before
         # anything is written (no node row, no timestamp).
-        shared = {job_id: JobState(cursor, paused)
-                  for job_id, (cursor, paused) in self.store.job_states().items()}
-        states = self._job_states(node, shared)
+        shared = startup.shared_states(self.store)
+        states = startup.node_states(self.store, node, self._jobs, shared)
         refuse_on_skew(shared, now, self.config.clock_skew_limit)  # every persisted cursor
         refuse_on_skew(states, now, self.config.clock_skew_limit)
         previous = self.store.get_node(node) if self.store.persistent else None
@@ -144,9 +143,10 @@ class Scheduler:
                 # Guards this node's previous run held: its executions are recovered below.
                 self.store.release_locks(node)
             self.store.save_definitions(self._jobs, now=now)
-            rows = self._recoverable(now)
+            rows = startup.recoverable(self.store, node, now, self._ttl)
             self.liveness.handed(rows)
-            self.firing.ended.update(self._ends(rows, previous, now))
+            self.firing.ended.update(startup.interrupted_ends(
+                self.store, self.liveness, rows, previous, now, self._ttl))
             initial = self.core.start(now, states, _recovered(rows))
         except BaseException:
             self._unregister()
@@ -232,7 +232,7 @@ class Scheduler:
         return list(self.firing.lateness)
 
     def stats(self) -> dict[str, int]:
-        return {"fired": self.firing.fired, "skipped": self.firing.skipped,
+        return {"fired": self.firing.fired, "skipped": self.firing.handled.skipped,
                 "running": len(self.firing.running), "waiting": self.core.waiting}
 
     # --- the scheduler thread --------------------------------------------------------------
@@ -427,14 +427,6 @@ class Scheduler:
         self.firing.cursors.flush(self.store)
         self.firing.finals.flush()
 
-    def _job_states(self, node: str, shared: dict[str, JobState]) -> dict[str, JobState]:
-        """Cursors and paused flags; an every_instance job catches up from this node's own
-        cursor (no row yet: this node never handled it), never from another node's."""
-        mine = self.store.node_cursors(node)
-        per_node = {j.id for j in self._jobs if j.mode is Mode.EVERY_INSTANCE}
-        return {job_id: JobState(mine.get(job_id), st.paused) if job_id in per_node else st
-                for job_id, st in shared.items()}
-
     def _poll(self) -> None:
         """On the scheduler thread: hand the I/O thread what to poll for."""
         self.watch.loop(self.core.waiting)
@@ -482,36 +474,6 @@ class Scheduler:
                         node)
             self.store.register_node(node, self._host, os.getpid(), now, ttl=self._ttl,
                                      process_start=self._identity)
-
-    def _recoverable(self, now: datetime) -> list[ExecutionRecord]:
-        """Rows to recover at start-up: this node's own (left by its previous run), and
-        single_instance rows of nodes that are dead or stopped and left them (pending
-        retries a gracefully stopped node hands to the cluster). Later the liveness
-        thread finds those of nodes that die while this one runs."""
-        if not self.store.persistent:
-            return []
-        me = self.config.node_id
-        rows = {r.id: r for r in self.store.pending_or_running(node_id=me)}
-        dead = [n.node_id for n in self.store.dead_nodes(now, self._ttl) if n.node_id != me]
-        if dead:
-            rows.update((r.id, r) for r in self.store.pending_or_running(node_ids=dead)
-                        if r.scope_node is None)
-        rows.update((r.id, r) for r in self.store.orphaned_executions() if r.node_id != me)
-        return sorted(rows.values(), key=lambda r: (r.scheduled_at, r.id))
-
-    def _ends(self, rows: Sequence[ExecutionRecord], previous: NodeRecord | None,
-              now: datetime) -> dict[int, datetime]:
-        """End times of the interrupted (running) ``rows``: a process group one of them
-        left on this host is ended now, before any next attempt; otherwise it ended when
-        its node was last known alive (this node's previous run: its last heartbeat)."""
-        ends = self.liveness.end_groups(rows)
-        nodes = {n.node_id: n for n in self.store.dead_nodes(now, self._ttl)} if rows else {}
-        if previous is not None:
-            nodes[previous.node_id] = previous
-        for r in rows:
-            if r.status is ExecutionStatus.RUNNING and r.id not in ends:
-                ends[r.id] = self.liveness.ended_at(r, nodes.get(r.node_id), now)
-        return ends
 
     def _unregister(self) -> None:
         self.liveness.stop()

@@ -1,0 +1,67 @@
+"""What a starting scheduler reads before it acts: the cursors to catch up from, and the
+executions to recover with the time each interrupted one really ended.
+
+Kept apart from :mod:`cronctl.runtime.scheduler` (which calls these in order in
+``start``) so the start-up reads can be read, and tested, on their own."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from cronctl.core import JobState
+from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode
+from cronctl.runtime.liveness import Liveness
+from cronctl.store.base import ExecutionRecord, NodeRecord, Store
+
+
+def shared_states(store: Store) -> dict[str, JobState]:
+    """Every job's cluster-wide cursor and paused flag."""
+    return {job_id: JobState(cursor, paused)
+            for job_id, (cursor, paused) in store.job_states().items()}
+
+
+def node_states(store: Store, node: str, jobs: Sequence[JobDefinition],
+                shared: dict[str, JobState]) -> dict[str, JobState]:
+    """The states the core starts from: an every_instance job catches up from this node's
+    own cursor (no row yet: this node never handled it), never from another node's."""
+    mine = store.node_cursors(node)
+    per_node = {j.id for j in jobs if j.mode is Mode.EVERY_INSTANCE}
+    return {job_id: JobState(mine.get(job_id), st.paused) if job_id in per_node else st
+            for job_id, st in shared.items()}
+
+
+def recoverable(store: Store, node: str, now: datetime, ttl: timedelta
+                ) -> list[ExecutionRecord]:
+    """Rows to recover at start-up: this node's own (left by its previous run), and
+    single_instance rows of nodes that are dead or stopped and left them (pending
+    retries a gracefully stopped node hands to the cluster). Later the liveness thread
+    finds those of nodes that die while this one runs."""
+    if not store.persistent:
+        return []
+    rows = {r.id: r for r in store.pending_or_running(node_id=node)}
+    dead = [n.node_id for n in store.dead_nodes(now, ttl) if n.node_id != node]
+    if dead:
+        rows.update((r.id, r) for r in store.pending_or_running(node_ids=dead)
+                    if r.scope_node is None)
+    rows.update((r.id, r) for r in store.orphaned_executions() if r.node_id != node)
+    return sorted(rows.values(), key=lambda r: (r.scheduled_at, r.id))
+
+
+def interrupted_ends(store: Store, liveness: Liveness, rows: Sequence[ExecutionRecord],
+                     previous: NodeRecord | None, now: datetime, ttl: timedelta
+                     ) -> dict[int, datetime]:
+    """End times of the interrupted (running) ``rows``: a process group one of them left
+    on this host is ended now, before any next attempt; otherwise it ended when its node
+    was last known alive (this node's previous run: its last heartbeat)."""
+    ends = liveness.end_groups(rows)
+    nodes = {n.node_id: n for n in store.dead_nodes(now, ttl)} if rows else {}
+    if previous is not None:
+        nodes[previous.node_id] = previous
+    for r in rows:
+        if r.status is ExecutionStatus.RUNNING and r.id not in ends:
+            ends[r.id] = liveness.ended_at(r, nodes.get(r.node_id), now)
+    return ends
+
+
+__all__ = ["interrupted_ends", "node_states", "recoverable", "shared_states"]
