@@ -12,7 +12,7 @@ import typer
 
 from cronctl.cli.options import global_options
 from cronctl.cli.shared import check_all, iso_z
-from cronctl.cli.tables import WIDE_HELP, Cell, Column, Output, Row, Table, one_line
+from cronctl.cli.tables import WIDE_HELP, Cell, Column, Output, Row, Table
 
 if TYPE_CHECKING:
     from cronctl.config import Config
@@ -117,7 +117,7 @@ HEADERS = [column.header for column in COLUMNS]
 
 def table(rows: Sequence[ListRow], now: datetime) -> Table:
     return Table(COLUMNS, tuple(
-        Row((row.id, row.schedule, row.timezone, row.mode, one_line(row.target),
+        Row((row.id, row.schedule, row.timezone, row.mode, row.target,
              _when(row, now), row.last_status or "-"),
             style=None if row.enabled else "dim")
         for row in rows))

@@ -29,7 +29,6 @@ from cronctl.cli.tables import (
     Table,
     ago,
     local_time,
-    one_line,
     until,
 )
 
@@ -141,7 +140,7 @@ def _progress(record: ExecutionRecord) -> str:
         share = 100 * record.progress_done / record.progress_total
         text = f"{done}/{record.progress_total:g} ({share:.0f}%)"
     if record.progress_message:
-        text += f" {one_line(record.progress_message)}"
+        text += f" {record.progress_message}"
     return text
 
 
@@ -165,14 +164,12 @@ RUN_COLUMNS = (Column("ID"), Column("JOB", shrink=True), Column("STATUS", status
                Column("STARTED", priority=2), Column("PROGRESS", shrink=True, priority=1,
                                                      floor=16))
 NEXT_COLUMNS = (Column("JOB", shrink=True, floor=16), Column("NEXT FIRE"))
-NODE_HEADERS = [c.header for c in NODE_COLUMNS]
-RUN_HEADERS = [c.header for c in RUN_COLUMNS]
-NEXT_HEADERS = [c.header for c in NEXT_COLUMNS]
 
 
 def _sections(status: Status, now: datetime
               ) -> list[tuple[str, Sequence[Column | str], list[list[Cell]], str]]:
-    """(title, columns, rows, text when empty) of each table."""
+    """(title, columns, rows, text when empty) of each table; a column given as a bare
+    header keeps its cells whole and is never left out."""
     where = status.database if status.shared else "database 'none': no shared state"
     nodes: list[list[Cell]] = [[n.node_id, n.host, str(n.pid), _ago(n.started_at, now),
                                 _ago(n.heartbeat_at, now)] for n in status.nodes]
@@ -207,7 +204,7 @@ def render(status: Status, now: datetime, out: Output) -> None:
     for index, (title, columns, rows, empty) in enumerate(_sections(status, now)):
         if index:
             out.line()
-        out.line(f"{title}:" if not out.terminal else title, "bold")
+        out.line(f"{title}:", "bold")
         if not rows:
             out.line(f"  {empty}", "dim")
             continue

@@ -138,9 +138,9 @@ def _cut(text: str, width: int) -> str:
 
 
 def _form(cell: Cell, form: int) -> str:
-    if isinstance(cell, str):
-        return cell
-    return cell[min(form, len(cell) - 1)]
+    """Form ``form`` of ``cell`` (its shortest if it has fewer), on one line."""
+    text = cell if isinstance(cell, str) else cell[min(form, len(cell) - 1)]
+    return text if text.isprintable() else one_line(text)
 
 
 # --- times -----------------------------------------------------------------------------
@@ -374,7 +374,8 @@ class Output:
         if self._console is None:
             from rich.console import Console
 
-            self._console = Console(highlight=False, soft_wrap=True)
+            # soft_wrap: rich never wraps nor crops; the lines already fit (or are --wide)
+            self._console = Console(highlight=False, soft_wrap=True, force_terminal=True)
         line = Text()
         for text, style in segments:
             line.append(text, style=style or "")
