@@ -5,12 +5,14 @@ Three ways out, chosen by :class:`Output`:
 - piped (stdout is not a terminal): plain aligned text, every column, every cell in its
   full form, one line per row. Scripts parse this; it does not depend on any width.
 - a terminal: the table fits its width (``COLUMNS``, else the terminal's size). A cell
-  may come in several forms, fullest first (a time as ISO 8601, then in the job's local
-  time, then relative); every column starts at its fullest form and steps down while the
-  table is too wide. Then the shrinkable columns are shortened with ``…`` (at a word
-  boundary where one is near), never below their floor; then the least important
-  columns are dropped, and a dim line says which. A row is never wrapped: one row, one
-  line. Status words are never shortened (their columns do not shrink).
+  may come in several forms, fullest first (a time as ISO 8601 UTC, then short local
+  time, then relative). The table takes the fullest forms with which it fits once the
+  shrinkable columns (ids, targets, errors) are shortened with ``…`` (at a word boundary
+  where one is near), none below its floor; when no form fits, the least important
+  column is dropped and the search starts again; a dim line names what was dropped. A
+  row is never wrapped: one row, one line. Status words are never shortened (their
+  columns do not shrink); only when the columns that are never dropped do not fit
+  either is each line cropped at the width.
 - a terminal with ``--wide``: every column in its full form, however long the lines.
 
 Colour only on a terminal and without ``NO_COLOR``/``--no-color``; without it, not one
@@ -227,7 +229,7 @@ def _shrunk(table: Table, shown: list[int], widths: list[int], floors: list[int]
     """``widths`` narrowed to ``room`` in all: the widest shrinkable column gives up one
     column at a time (of equals, the rightmost), none below its floor. A column whose
     cells were all cut shorter (at a word boundary) gives what it does not use to the
-    others that were shortened."""
+    others that were shortened, the more important first."""
     natural = list(widths)
     widths = list(widths)
     excess = sum(widths) - room
@@ -242,7 +244,7 @@ def _shrunk(table: Table, shown: list[int], widths: list[int], floors: list[int]
               for k, i in enumerate(shown)]
     for _ in range(8):
         cut = sorted((k for k in range(len(shown)) if widths[k] < natural[k]),
-                     key=lambda k: (widths[k], k))
+                     key=lambda k: (table.columns[shown[k]].priority, widths[k], k))
         grew = False
         for k in cut:
             spare = room - sum(widths)
