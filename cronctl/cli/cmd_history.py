@@ -7,8 +7,7 @@ reading ``T`` arguments, the JSON shape of one execution) is in :mod:`cronctl.cl
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -24,6 +23,7 @@ from cronctl.cli.shared import (
     open_state,
     require_job_defined,
 )
+from cronctl.cli.tables import WIDE_HELP, Cell, Column, Output, Row, Table, local_time
 from cronctl.errors import UsageError
 
 if TYPE_CHECKING:
@@ -107,8 +107,40 @@ def _expand(run: SkipRecord, config: Config, schedules: dict[str, Any]) -> list[
 
 # --- history ---------------------------------------------------------------------------
 
-HEADERS = ["ID", "JOB", "SCHEDULED", "STARTED", "DURATION", "STATUS", "ATTEMPT", "NODE",
-           "ORIGIN", "ERROR"]
+# Dropped first when the terminal is narrow: ORIGIN, NODE, ATTEMPT, STARTED, DURATION,
+# ERROR, SCHEDULED; the id, the job and the status always stay.
+COLUMNS = (
+    Column("ID"),
+    Column("JOB", shrink=True),
+    Column("SCHEDULED", priority=1),
+    Column("STARTED", priority=4),
+    Column("DURATION", priority=3),
+    Column("STATUS", status=True),
+    Column("ATTEMPT", priority=5),
+    Column("NODE", shrink=True, priority=6),
+    Column("ORIGIN", priority=7),
+    Column("ERROR", shrink=True, priority=2, floor=20),
+)
+HEADERS = [column.header for column in COLUMNS]
+PLAIN_ERROR = 80  # piped, an error is cut to this many characters (unless --wide)
+
+
+@dataclass(frozen=True)
+class Times:
+    """How a row is shown: ``now`` for short times; ``full_errors`` is False for piped
+    output without ``--wide`` (an error is cut to :data:`PLAIN_ERROR` characters)."""
+
+    now: datetime
+    full_errors: bool
+
+    def at(self, t: datetime | None, since: datetime | None = None) -> Cell:
+        """ISO 8601 UTC, then this machine's local time: rows of jobs in many zones stay
+        in time order, and read like the journal. Just the time of day when ``since``
+        (the time it was planned) is the same local day."""
+        if t is None:
+            return "-"
+        same_day = since is not None and t.astimezone().date() == since.astimezone().date()
+        return (iso_z(t), local_time(t, None, self.now, date=not same_day))
 
 
 def _duration(record: ExecutionRecord) -> str:
@@ -122,52 +154,34 @@ def _duration(record: ExecutionRecord) -> str:
     return format_duration(record.finished_at - record.started_at)
 
 
-def _cells(record: ExecutionRecord) -> list[str]:
-    error = escape_for_terminal(record.error or "").replace("\n", " ")
-    if len(error) > 80:
-        error = error[:77] + "..."
-    return [
+def _error(text: str | None, times: Times) -> str:
+    error = escape_for_terminal(text or "").replace("\n", " ")
+    if len(error) > PLAIN_ERROR and not times.full_errors:
+        error = error[:PLAIN_ERROR - 3] + "..."
+    return error or "-"
+
+
+def _row(record: ExecutionRecord, times: Times) -> Row:
+    return Row((
         str(record.id),
         escape_for_terminal(record.job_id),
-        iso_z(record.scheduled_at) or "-",
-        iso_z(record.started_at) or "-",
+        times.at(record.scheduled_at),
+        times.at(record.started_at, since=record.scheduled_at),
         _duration(record),
         record.status.value,
         str(record.attempt),
         escape_for_terminal(record.node_id),
         record.origin.value,
-        error or "-",
-    ]
+        _error(record.error, times),
+    ))
 
 
-def render_plain(rows: Sequence[list[str]]) -> str:
-    table = [HEADERS, *rows]
-    widths = [max(len(row[i]) for row in table) for i in range(len(HEADERS))]
-    return "\n".join(
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        for row in table
-    )
-
-
-_STYLES = {"skipped": "dim", "succeeded": "green", "failed": "red", "dead_letter": "bold red",
-           "abandoned": "yellow", "cancelled": "yellow", "running": "cyan", "pending": "dim"}
-
-
-def _render_rich(rows: Sequence[list[str]], color: bool) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    table = Table(box=None, header_style="bold")
-    for header in HEADERS:
-        table.add_column(header, overflow="fold")
-    for row in rows:
-        cells = [escape(cell) for cell in row]
-        style = _STYLES.get(row[5])
-        if style:
-            cells[5] = f"[{style}]{cells[5]}[/]"
-        table.add_row(*cells)
-    Console(no_color=not color, highlight=False).print(table)
+def _skip_row(entry: dict[str, Any], times: Times) -> Row:
+    scheduled = datetime.fromisoformat(entry["scheduled_at"])
+    return Row(("-" if entry["id"] is None else str(entry["id"]),
+                escape_for_terminal(entry["job"]), times.at(scheduled), "-", "-",
+                SKIPPED, "0", escape_for_terminal(entry["node"]), entry["origin"],
+                _error(entry["reason"], times)))
 
 
 def history(
@@ -186,6 +200,7 @@ def history(
     limit: Annotated[int, typer.Option("--limit", "-n", parser=argtypes.count("--limit"),
                                        help="At most N rows.")] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+    wide: Annotated[bool, typer.Option("--wide", help=WIDE_HELP)] = False,
 ) -> None:
     """Executions, newest first."""
     options = global_options(ctx)
@@ -215,24 +230,18 @@ def history(
     finally:
         if store is not None:
             store.close()
-    rows = [(execution_json(r), _cells(r)) for r in records]
-    rows += [(entry, _skip_cells(entry)) for entry in skips]
+    out = Output(color=options.color, wide=wide)
+    times = Times(now, full_errors=wide or out.terminal)
+    rows = [(execution_json(r), _row(r, times)) for r in records]
+    rows += [(entry, _skip_row(entry, times)) for entry in skips]
     rows.sort(key=lambda row: row[0]["scheduled_at"], reverse=True)  # stable: ids stay
     rows = rows[:limit]
     if as_json:
         typer.echo(json.dumps({"executions": [doc for doc, _ in rows]}, indent=2))
     elif not rows:
         typer.echo("no executions" if not skipped else "no executions or skip records")
-    elif sys.stdout.isatty():
-        _render_rich([cells for _, cells in rows], options.color)
     else:
-        typer.echo(render_plain([cells for _, cells in rows]))
-
-
-def _skip_cells(entry: dict[str, Any]) -> list[str]:
-    return ["-" if entry["id"] is None else str(entry["id"]),
-            escape_for_terminal(entry["job"]), entry["scheduled_at"], "-", "-", SKIPPED, "0",
-            escape_for_terminal(entry["node"]), entry["origin"], entry["reason"]]
+        out.table(Table(COLUMNS, tuple(row for _, row in rows)))
 
 
 def register(app: typer.Typer) -> None:

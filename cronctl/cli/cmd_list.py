@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -13,6 +12,7 @@ import typer
 
 from cronctl.cli.options import global_options
 from cronctl.cli.shared import check_all, iso_z
+from cronctl.cli.tables import WIDE_HELP, Cell, Column, Output, Row, Table
 
 if TYPE_CHECKING:
     from cronctl.config import Config
@@ -85,49 +85,42 @@ def list_rows(
     return rows
 
 
-def _when(row: ListRow, now: datetime) -> str:
+def _when(row: ListRow, now: datetime) -> Cell:
+    """The next fire: in UTC with how long until it (piped, ``--wide``), in the job's
+    zone, or just how long until it."""
     if not row.enabled:
         return "disabled"
     if row.paused:
         return "paused"
     if row.next_fire is None:
         return "never"
-    from cronctl.durations import format_duration
+    from cronctl.cli.tables import local_time, until
 
-    return f"{iso_z(row.next_fire)} (in {format_duration(row.next_fire - now)})"
-
-
-def _cells(row: ListRow, now: datetime) -> list[str]:
-    return [row.id, row.schedule, row.timezone, row.mode, row.target, _when(row, now),
-            row.last_status or "-"]
+    wait = until(row.next_fire, now)
+    return (f"{iso_z(row.next_fire)} ({wait})",
+            f"{local_time(row.next_fire, row.timezone, now)} ({wait})", wait)
 
 
-HEADERS = ["ID", "SCHEDULE", "ZONE", "MODE", "TARGET", "NEXT FIRE", "LAST STATUS"]
-_MIN_WIDTH = {"SCHEDULE": 9, "ZONE": 5, "MODE": 8, "TARGET": 10, "LAST STATUS": 7}
+# Dropped first when the terminal is narrow: MODE, ZONE, TARGET, SCHEDULE; the id, the
+# next fire and the last status always stay.
+COLUMNS = (
+    Column("ID", shrink=True, floor=16),
+    Column("SCHEDULE", priority=2),
+    Column("ZONE", priority=4),
+    Column("MODE", priority=5),
+    Column("TARGET", shrink=True, priority=3),
+    Column("NEXT FIRE"),
+    Column("LAST STATUS", status=True),
+)
+HEADERS = [column.header for column in COLUMNS]
 
 
-def render_plain(rows: Sequence[ListRow], now: datetime) -> str:
-    table = [HEADERS, *(_cells(row, now) for row in rows)]
-    widths = [max(len(line[i]) for line in table) for i in range(len(HEADERS))]
-    return "\n".join(
-        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
-        for line in table
-    )
-
-
-def _render_rich(rows: Sequence[ListRow], now: datetime, color: bool,
-                 width: int | None = None) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(box=None, header_style="bold")
-    for header in HEADERS:
-        # Narrow terminals fold every column but the id.
-        whole = header == "ID"
-        table.add_column(header, no_wrap=whole, overflow="fold", min_width=_MIN_WIDTH.get(header))
-    for row in rows:
-        table.add_row(*_cells(row, now), style=None if row.enabled else "dim")
-    Console(no_color=not color, highlight=False, width=width).print(table)
+def table(rows: Sequence[ListRow], now: datetime) -> Table:
+    return Table(COLUMNS, tuple(
+        Row((row.id, row.schedule, row.timezone, row.mode, row.target,
+             _when(row, now), row.last_status or "-"),
+            style=None if row.enabled else "dim")
+        for row in rows))
 
 
 def _statuses(checked: Any) -> JobStatusSource | None:
@@ -149,6 +142,7 @@ def _statuses(checked: Any) -> JobStatusSource | None:
 def list_jobs(
     ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+    wide: Annotated[bool, typer.Option("--wide", help=WIDE_HELP)] = False,
 ) -> None:
     """List the jobs: id, schedule, zone, mode, target, next fire and last status."""
     options = global_options(ctx)
@@ -165,10 +159,8 @@ def list_jobs(
         typer.echo(json.dumps({"jobs": [row.to_json() for row in rows]}, indent=2))
     elif not rows:
         typer.echo("no jobs")
-    elif sys.stdout.isatty():
-        _render_rich(rows, now, options.color)
     else:
-        typer.echo(render_plain(rows, now))
+        Output(color=options.color, wide=wide).table(table(rows, now))
 
 
 def register(app: typer.Typer) -> None:

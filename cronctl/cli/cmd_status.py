@@ -10,7 +10,6 @@ nodes and executions are empty, the next fires are still shown.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -21,6 +20,17 @@ import typer
 from cronctl.cli.attention import Attention, attention
 from cronctl.cli.options import global_options
 from cronctl.cli.shared import iso_z, open_state
+from cronctl.cli.tables import (
+    WIDE_HELP,
+    Cell,
+    Column,
+    Output,
+    Row,
+    Table,
+    ago,
+    local_time,
+    until,
+)
 
 if TYPE_CHECKING:
     from cronctl.config import Config
@@ -115,15 +125,10 @@ def collect(config: Config, store: Store | None, jobs: Sequence[JobDefinition],
 # --- rendering -----------------------------------------------------------------------------
 
 
-def _ago(t: datetime | None, now: datetime) -> str:
+def _ago(t: datetime | None, now: datetime) -> Cell:
     if t is None:
         return "-"
-    from cronctl.durations import format_duration
-
-    delta = now - t
-    if delta.total_seconds() < 1:
-        return f"{iso_z(t)} (just now)"
-    return f"{iso_z(t)} ({format_duration(delta)} ago)"
+    return (f"{iso_z(t)} ({ago(t, now)})", ago(t, now))
 
 
 def _progress(record: ExecutionRecord) -> str:
@@ -139,37 +144,48 @@ def _progress(record: ExecutionRecord) -> str:
     return text
 
 
-def _when(at: datetime | None, now: datetime) -> str:
+def _when(at: datetime | None, now: datetime) -> Cell:
     if at is None:
         return "never"
-    from cronctl.durations import format_duration
-
-    return f"{iso_z(at)} (in {format_duration(at - now)})"
-
-
-NODE_HEADERS = ["NODE", "HOST", "PID", "STARTED", "LAST HEARTBEAT"]
-RUN_HEADERS = ["ID", "JOB", "STATUS", "NODE", "SCHEDULED", "STARTED", "PROGRESS"]
-NEXT_HEADERS = ["JOB", "NEXT FIRE"]
+    wait = until(at, now)
+    return (f"{iso_z(at)} ({wait})", f"{local_time(at, None, now)} ({wait})", wait)
 
 
-def _sections(status: Status, now: datetime) -> list[tuple[str, list[str], list[list[str]], str]]:
-    """(title, headers, rows, text when empty) of each table."""
+def _scheduled(at: datetime, now: datetime) -> Cell:
+    return (iso_z(at), local_time(at, None, now))
+
+
+# Dropped first when the terminal is narrow: the highest priority number.
+NODE_COLUMNS = (Column("NODE", shrink=True), Column("HOST", shrink=True, priority=2),
+                Column("PID", priority=3), Column("STARTED", priority=1),
+                Column("LAST HEARTBEAT"))
+RUN_COLUMNS = (Column("ID"), Column("JOB", shrink=True), Column("STATUS", status=True),
+               Column("NODE", shrink=True, priority=4), Column("SCHEDULED", priority=3),
+               Column("STARTED", priority=2), Column("PROGRESS", shrink=True, priority=1,
+                                                     floor=16))
+NEXT_COLUMNS = (Column("JOB", shrink=True, floor=16), Column("NEXT FIRE"))
+
+
+def _sections(status: Status, now: datetime
+              ) -> list[tuple[str, Sequence[Column | str], list[list[Cell]], str]]:
+    """(title, columns, rows, text when empty) of each table; a column given as a bare
+    header keeps its cells whole and is never left out."""
     where = status.database if status.shared else "database 'none': no shared state"
-    nodes = [[n.node_id, n.host, str(n.pid), _ago(n.started_at, now),
-              _ago(n.heartbeat_at, now)] for n in status.nodes]
-    running = [[str(r.id), r.job_id, r.status.value + (" (cancelling)" if r.cancel_requested
-                                                         else ""),
-                r.node_id, iso_z(r.scheduled_at) or "-", _ago(r.started_at, now),
-                _progress(r)] for r in status.active]
-    fires = [[f.job, _when(f.at, now)] for f in status.next]
+    nodes: list[list[Cell]] = [[n.node_id, n.host, str(n.pid), _ago(n.started_at, now),
+                                _ago(n.heartbeat_at, now)] for n in status.nodes]
+    running: list[list[Cell]] = [
+        [str(r.id), r.job_id, r.status.value + (" (cancelling)" if r.cancel_requested else ""),
+         r.node_id, _scheduled(r.scheduled_at, now), _ago(r.started_at, now), _progress(r)]
+        for r in status.active]
+    fires: list[list[Cell]] = [[f.job, _when(f.at, now)] for f in status.next]
     no_nodes = ("no live nodes" if status.shared else
                 "no live nodes known (database 'none': each scheduler keeps its state in "
                 "memory)")
     return [
-        (f"Nodes ({where})", NODE_HEADERS, nodes, no_nodes),
-        ("Pending and running", RUN_HEADERS, running,
+        (f"Nodes ({where})", NODE_COLUMNS, nodes, no_nodes),
+        ("Pending and running", RUN_COLUMNS, running,
          "nothing pending or running" if status.shared else "not known without a database"),
-        ("Next fires", NEXT_HEADERS, fires, "no enabled, unpaused jobs"),
+        ("Next fires", NEXT_COLUMNS, fires, "no enabled, unpaused jobs"),
     ]
 
 
@@ -182,49 +198,23 @@ def _footer(status: Status) -> list[str]:
     return lines + status.attention.lines()
 
 
-def render_plain(status: Status, now: datetime) -> str:
-    out: list[str] = []
-    for title, headers, rows, empty in _sections(status, now):
-        if out:
-            out.append("")
-        out.append(f"{title}:")
-        if not rows:
-            out.append(f"  {empty}")
-            continue
-        table = [headers, *rows]
-        widths = [max(len(row[i]) for row in table) for i in range(len(headers))]
-        out.extend("  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)
-                                    ).rstrip() for row in table)
-    footer = _footer(status)
-    if footer:
-        out.extend(["", *footer])
-    return "\n".join(out)
-
-
-def _render_rich(status: Status, now: datetime, color: bool) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    console = Console(no_color=not color, highlight=False)
-    for index, (title, headers, rows, empty) in enumerate(_sections(status, now)):
+def render(status: Status, now: datetime, out: Output) -> None:
+    """Each section: its title, then its table (indented) or what it means that it is
+    empty; then the paused and disabled jobs."""
+    for index, (title, columns, rows, empty) in enumerate(_sections(status, now)):
         if index:
-            console.print()
-        console.print(f"[bold]{escape(title)}[/]")
+            out.line()
+        out.line(f"{title}:", "bold")
         if not rows:
-            console.print(f"  [dim]{escape(empty)}[/]")
+            out.line(f"  {empty}", "dim")
             continue
-        table = Table(box=None, header_style="bold")
-        for header in headers:
-            table.add_column(header, overflow="fold", no_wrap=header in ("NODE", "JOB"))
-        for row in rows:
-            table.add_row(*(escape(cell) for cell in row))
-        console.print(table)
+        out.table(Table(tuple(c if isinstance(c, Column) else Column(c) for c in columns),
+                        tuple(Row(tuple(row)) for row in rows)), indent="  ")
     footer = _footer(status)
     if footer:
-        console.print()
+        out.line()
         for line in footer:
-            console.print(escape(line))
+            out.line(line)
 
 
 # --- the command -----------------------------------------------------------------------------
@@ -233,6 +223,7 @@ def _render_rich(status: Status, now: datetime, color: bool) -> None:
 def status(
     ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+    wide: Annotated[bool, typer.Option("--wide", help=WIDE_HELP)] = False,
 ) -> None:
     """Live nodes, pending and running executions, and the next fire of each job."""
     from cronctl.config import load_config
@@ -258,10 +249,8 @@ def status(
         typer.echo(f"warning: {warning}", err=True)
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2))
-    elif sys.stdout.isatty():
-        _render_rich(result, now, options.color)
     else:
-        typer.echo(render_plain(result, now))
+        render(result, now, Output(color=options.color, wide=wide))
 
 
 def register(app: typer.Typer) -> None:

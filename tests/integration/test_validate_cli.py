@@ -326,16 +326,20 @@ def test_light_commands_do_not_import_the_database_stack(command: str) -> None:
 def test_rich_table_for_terminals(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from datetime import UTC, datetime
 
-    from cronctl.cli.cmd_list import ListRow, _render_rich
+    from cronctl.cli.cmd_list import ListRow, table
+    from cronctl.cli.tables import Output
 
     now = datetime(2026, 5, 1, tzinfo=UTC)
     row = ListRow(id="backup", schedule="0 30 2 * * *", timezone="Europe/Berlin",
                   mode="single_instance", target="backup --all", enabled=True, paused=False,
                   next_fire=datetime(2026, 5, 1, 0, 30, tzinfo=UTC), last_status="failed",
                   description=None)
-    _render_rich([row], now, color=False, width=160)
+    Output(color=False, terminal=True, width=160).table(table([row], now))
     out = capsys.readouterr().out
     assert "backup" in out and "2026-05-01T00:30:00Z (in 30m)" in out and "failed" in out
+    Output(color=False, terminal=True, width=60).table(table([row], now))
+    narrow = capsys.readouterr().out
+    assert "in 30m" in narrow and "2026-05-01T00:30:00Z" not in narrow
 
 
 def test_quiet_validate_prints_nothing_when_clean(project: Path) -> None:
