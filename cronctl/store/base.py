@@ -36,6 +36,10 @@ from cronctl.store.records import (
     NewExecution,
     NodeIdInUse,
     NodeRecord,
+    PruneCounts,
+    PrunePolicy,
+    PruneProgress,
+    PruneStep,
     ScheduleState,
     SchemaMismatch,
     SkipRecord,
@@ -393,6 +397,52 @@ class Store(Protocol):
 
     def unregister_node(self, node_id: str) -> None: ...
 
+    # --- retention ---------------------------------------------------------------------
+
+    def prune_step(self, policy: PrunePolicy, at: PruneProgress | None = None, *,
+                   batch: int = 2000, dry_run: bool = False) -> PruneStep:
+        """One small step of a prune pass (see :class:`PrunePolicy` for what is deleted),
+        starting where ``at`` says (``None``: the beginning), in ONE transaction that
+        deletes at most ``batch`` rows (executions and their log lines together; an
+        execution with more lines than that is deleted over several steps, lines
+        first). Returns what it deleted and where the next step starts (``None``: done).
+
+        Never deletes a ``pending`` or ``running`` execution, nor one of the newest
+        ``keep_last`` finished executions of a job (newest by ``scheduled_at``, then id,
+        as :meth:`list_executions` orders them); an execution goes once it was both
+        planned and ended before the cutoff. ``dry_run`` counts instead of deleting
+        (many rows per step) and writes nothing. Safe to run concurrently with the
+        scheduler and with another pass: rows already deleted are simply not counted
+        again."""
+        ...
+
+    def prune(self, policy: PrunePolicy, *, batch: int = 2000,
+              dry_run: bool = False) -> PruneCounts:
+        """A whole pass: :meth:`prune_step` until done (many small transactions, so NOT
+        atomic as a whole; each step is). Run twice with the same policy, the second
+        pass deletes nothing."""
+        ...
+
+    def take_maintenance_lock(self, key: str, *, node_id: str, now: datetime) -> bool:
+        """Take the cluster-wide lock ``key`` (a guard lock row with no execution) for
+        ``node_id``; True if it now holds it (also when it already did). It is released
+        by :meth:`release_maintenance_lock`, and like every guard lock by
+        :meth:`release_locks` and :meth:`release_stale_locks` when its node stops or
+        dies, so a node that dies holding it never wedges the cluster."""
+        ...
+
+    def release_maintenance_lock(self, key: str, *, node_id: str) -> bool:
+        """Drop ``key`` if ``node_id`` holds it; whether it did."""
+        ...
+
+    def reclaim_space(self, *, max_pages: int = 2000, keep_fraction: float = 0.0) -> int:
+        """SQLite files with ``auto_vacuum = INCREMENTAL``: give up to ``max_pages`` free
+        pages back to the file system, keeping free pages up to ``keep_fraction`` of the
+        pages in use (for new rows), in ONE short transaction; how many were given back.
+        0 on PostgreSQL (autovacuum makes deleted rows' space reusable) and on SQLite
+        files without incremental vacuum (free pages are still reused by new rows)."""
+        ...
+
 
 
 __all__ = [
@@ -405,6 +455,10 @@ __all__ = [
     "NodeIdInUse",
     "NewExecution",
     "NodeRecord",
+    "PruneCounts",
+    "PrunePolicy",
+    "PruneProgress",
+    "PruneStep",
     "ScheduleState",
     "SchemaMismatch",
     "SkipRecord",

@@ -28,12 +28,13 @@ from cronctl.jobs.model import ExecutionStatus, Origin
 from cronctl.store.records import NewExecution, Transition, require_aware, statuses
 
 _COLUMNS = ("job_id", "occurrence_id", "scheduled_at", "attempt", "scope", "node_id",
-            "origin", "status", "target", "fencing_token", "created_at", "started_at")
+            "origin", "status", "target", "fencing_token", "created_at", "started_at",
+            "finished_at")
 _KEY = "(job_id, occurrence_id, scope, attempt)"
 _INSERT = (f"INSERT INTO job_executions ({', '.join(_COLUMNS)}) VALUES {{values}} "
            f"ON CONFLICT {_KEY} DO NOTHING RETURNING id{{more}}")
 _ROW = "(" + ", ".join("?" * len(_COLUMNS)) + ")"
-PG_CHUNK = 1000  # rows per multi-row INSERT (12 parameters each, far below the limit)
+PG_CHUNK = 1000  # rows per multi-row INSERT (13 parameters each, far below the limit)
 
 _CURSOR_UPSERT = (
     'INSERT INTO job_schedules (job_id, "cursor") VALUES (?, ?) ON CONFLICT (job_id) '
@@ -116,12 +117,13 @@ class RawSql:
     # --- statements ------------------------------------------------------------------------
 
     def _params(self, r: NewExecution, now: datetime) -> tuple[Any, ...]:
-        started = r.started_at
+        started, finished = r.started_at, r.finished_at
         return (r.job_id, r.occurrence_id, self.ts(require_aware(r.scheduled_at, "scheduled_at")),
                 r.attempt, r.scope_node or "", r.node_id, Origin(r.origin).value,
                 ExecutionStatus(r.status).value, r.target, r.fencing_token,
                 self.ts(require_aware(r.created_at or now, "now")),
-                None if started is None else self.ts(require_aware(started, "started_at")))
+                None if started is None else self.ts(require_aware(started, "started_at")),
+                None if finished is None else self.ts(require_aware(finished, "finished_at")))
 
     def insert_executions(self, cur: Any, rows: Sequence[NewExecution]) -> list[int | None]:
         now = datetime.now(UTC)
