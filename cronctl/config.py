@@ -1,4 +1,5 @@
-"""``cronctl.toml``: where it is, what ``[scheduler]`` may say, and the defaults.
+"""``cronctl.toml``: where it is, what ``[scheduler]`` and ``[retention]`` may say, and the
+defaults.
 
 Lookup order: ``--config``, ``$CRONCTL_CONFIG``, ``./cronctl.toml``,
 ``/etc/cronctl/cronctl.toml``; no file at all is valid and means defaults. Relative paths
@@ -32,6 +33,20 @@ MEMORY = "none"
 
 
 @dataclass(frozen=True)
+class RetentionSettings:
+    """``[retention]`` (SPEC section 7): what ``cronctl run`` and ``cronctl prune`` keep.
+
+    ``interval`` zero means ``run`` never prunes by itself (``cronctl prune`` still does).
+    ``max_log_lines`` caps the job log lines each execution keeps."""
+
+    executions: timedelta = timedelta(days=30)
+    keep_last: int = 20
+    skipped: timedelta = timedelta(days=7)
+    interval: timedelta = timedelta(hours=1)
+    max_log_lines: int = 10_000
+
+
+@dataclass(frozen=True)
 class Config:
     """The resolved configuration. ``database`` is a SQLAlchemy URL or ``"none"``."""
 
@@ -47,6 +62,7 @@ class Config:
     heartbeat_interval: timedelta = timedelta(seconds=5)
     clock_skew_limit: timedelta = timedelta(minutes=5)
     auto_migrate: bool = True
+    retention: RetentionSettings = RetentionSettings()
     # False when jobs_dir is the default: a missing default ``jobs.d`` is only a warning
     # (no file at all is a valid configuration), a missing configured one a violation.
     jobs_dir_required: bool = True
@@ -96,6 +112,11 @@ SCHEDULER_KEYS = (
     *_DURATION_KEYS,
     "auto_migrate",
 )
+RETENTION_KEYS = ("executions", "keep_last", "skipped", "interval", "max_log_lines")
+SECTIONS = ("scheduler", "retention")
+MAX_DURATION = timedelta(days=36525)  # 100 years
+MAX_KEEP_LAST = 1_000_000
+MAX_LOG_LINES = 10_000_000
 
 
 def find_config_file(explicit: Path | None) -> Path | None:
@@ -122,9 +143,10 @@ def read_config(options: GlobalOptions) -> ConfigResult:
     path = find_config_file(options.config)
     base_dir = path.parent if path is not None else Path.cwd()
     values: dict[str, Any] = {}
+    retention: dict[str, Any] = {}
     violations: list[Violation] = []
     if path is not None:
-        values, violations = _read_file(path)
+        values, retention, violations = _read_file(path)
     config = Config(
         path=path,
         base_dir=base_dir,
@@ -143,6 +165,11 @@ def read_config(options: GlobalOptions) -> ConfigResult:
         except ValueError as exc:
             violations.append(Violation(source, None, f"scheduler.{key}", one_line(str(exc))))
     config = replace(config, **changes)
+    if retention:
+        assert path is not None
+        settings, problems = _retention(path, retention)
+        config = replace(config, retention=settings)
+        violations.extend(problems)
     env_db = os.environ.get("CRONCTL_DATABASE_URL")
     if env_db:
         config = replace(config, database=normalize_database(env_db, Path.cwd()))
@@ -191,42 +218,83 @@ def _default_database() -> str:
     return f"sqlite:///{(base / 'cronctl.db').absolute()}"
 
 
-def _read_file(path: Path) -> tuple[dict[str, Any], list[Violation]]:
+def _read_file(path: Path) -> tuple[dict[str, Any], dict[str, Any], list[Violation]]:
+    """The ``[scheduler]`` and ``[retention]`` values of the file (known keys only) and
+    what is wrong with its structure."""
     shown = display_path(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        return {}, [Violation(shown, None, None, f"cannot read: {exc.strerror or exc}")]
+        return {}, {}, [Violation(shown, None, None, f"cannot read: {exc.strerror or exc}")]
     except UnicodeDecodeError as exc:
-        return {}, [Violation(shown, None, None,
-                              f"not UTF-8 text: {exc.reason} at byte {exc.start}")]
+        return {}, {}, [Violation(shown, None, None,
+                                  f"not UTF-8 text: {exc.reason} at byte {exc.start}")]
     except tomllib.TOMLDecodeError as exc:
         line = re.search(r"line (\d+)", str(exc))
         where = f"{shown}:{line.group(1)}" if line else shown
-        return {}, [Violation(where, None, None, f"malformed TOML: {one_line(str(exc))}")]
+        return {}, {}, [Violation(where, None, None, f"malformed TOML: {one_line(str(exc))}")]
     violations: list[Violation] = []
     for key in data:
-        if key != "scheduler":
+        if key not in SECTIONS:
             violations.append(Violation(shown, None, key,
-                                        f"unknown section{did_you_mean(key, ['scheduler'])}"))
-    scheduler = data.get("scheduler", {})
-    if not isinstance(scheduler, dict):
-        violations.append(Violation(shown, None, "scheduler", "must be a table ([scheduler])"))
-        return {}, violations
-    values: dict[str, Any] = {}
-    lines = _key_lines(path)
-    for key, value in scheduler.items():
-        if key not in SCHEDULER_KEYS:
+                                        f"unknown section{did_you_mean(key, SECTIONS)}"))
+    tables: dict[str, dict[str, Any]] = {}
+    for section, known, other in (("scheduler", SCHEDULER_KEYS, RETENTION_KEYS),
+                                  ("retention", RETENTION_KEYS, SCHEDULER_KEYS)):
+        table = data.get(section, {})
+        if not isinstance(table, dict):
+            violations.append(Violation(shown, None, section, f"must be a table ([{section}])"))
+            table = {}
+        lines = _key_lines(path, section)
+        values: dict[str, Any] = {}
+        for key, value in table.items():
+            if key in known:
+                values[key] = value
+                continue
             where = f"{shown}:{lines[key]}" if key in lines else shown
-            violations.append(Violation(where, None, f"scheduler.{key}",
-                                        f"unknown key{did_you_mean(key, SCHEDULER_KEYS)}"))
-        else:
-            values[key] = value
-    return values, violations
+            hint = (f" (it belongs in [{'retention' if section == 'scheduler' else 'scheduler'}])"
+                    if key in other else did_you_mean(key, known))
+            violations.append(Violation(where, None, f"{section}.{key}", f"unknown key{hint}"))
+        tables[section] = values
+    return tables["scheduler"], tables["retention"], violations
 
 
-def _key_lines(path: Path) -> dict[str, int]:
-    """Line numbers of ``key =`` lines under ``[scheduler]`` (tomllib gives none)."""
+def _retention(path: Path, values: dict[str, Any]) -> tuple[RetentionSettings, list[Violation]]:
+    """``[retention]`` as settings (defaults where a value is wrong) and its violations."""
+    lines = _key_lines(path, "retention")
+    changes: dict[str, Any] = {}
+    problems: list[Violation] = []
+    for key, value in values.items():
+        try:
+            if key in ("keep_last", "max_log_lines"):
+                low, high = (0, MAX_KEEP_LAST) if key == "keep_last" else (1, MAX_LOG_LINES)
+                changes[key] = _count(value, low, high)
+            else:
+                changes[key] = _duration(value, allow_zero=key == "interval")
+        except ValueError as exc:
+            where = f"{display_path(path)}:{lines[key]}" if key in lines else display_path(path)
+            problems.append(Violation(where, None, f"retention.{key}", one_line(str(exc))))
+    return replace(RetentionSettings(), **changes), problems
+
+
+def _count(value: Any, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"must be a whole number from {low:,} to {high:,}, not {value!r}")
+    return value
+
+
+def _duration(value: Any, *, allow_zero: bool) -> timedelta:
+    try:
+        delta = parse_duration(value, allow_zero=allow_zero)
+    except DurationError as exc:
+        raise ValueError(str(exc)) from None
+    if delta > MAX_DURATION:
+        raise ValueError(f"{value!r} is longer than 100 years")
+    return delta
+
+
+def _key_lines(path: Path, wanted: str = "scheduler") -> dict[str, int]:
+    """Line numbers of ``key =`` lines under ``[wanted]`` (tomllib gives none)."""
     lines: dict[str, int] = {}
     try:
         text = path.read_text(encoding="utf-8")
@@ -239,7 +307,7 @@ def _key_lines(path: Path) -> dict[str, int]:
             section = stripped.strip("[] \t").split("#")[0].strip().strip("]").strip()
             continue
         match = re.match(r"\s*([A-Za-z0-9_-]+)\s*=", line)
-        if match and section == "scheduler":
+        if match and section == wanted:
             lines.setdefault(match.group(1), number)
     return lines
 

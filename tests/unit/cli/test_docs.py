@@ -54,3 +54,13 @@ def test_every_scheduler_key_is_in_the_file_format_page() -> None:
     man = _man_text("cronctl.toml.5")
     for key in config.SCHEDULER_KEYS:
         assert f".B {key}" in man, f"[scheduler] {key} is not documented in cronctl.toml(5)"
+
+
+def test_every_retention_key_is_in_the_file_format_page() -> None:
+    from cronctl import config
+
+    man = _man_text("cronctl.toml.5")
+    assert ".SS [retention]" in man
+    section = man.split(".SS [retention]", 1)[1].split(".SH", 1)[0]
+    for key in config.RETENTION_KEYS:
+        assert f".B {key}" in section, f"[retention] {key} is not documented in cronctl.toml(5)"
