@@ -77,7 +77,7 @@ def _here(config: Config, job: JobDefinition, as_json: bool) -> None:
     configure_logging()
     store = open_store(config.database, node_id=config.node_id, auto_migrate=config.auto_migrate)
     try:
-        result = run_here(job, store)
+        result = run_here(job, store, max_log_lines=config.retention.max_log_lines)
     finally:
         store.close()
     doc = {"job": result.job_id, "occurrence_id": result.occurrence_id,

@@ -40,12 +40,11 @@ from cronctl.jobs.model import CommandTarget, ExecutionStatus, JobDefinition
 
 log = logging.getLogger("cronctl.dispatch")
 
-MAX_LINES = 10_000
+# A command's output kept per attempt; the lines after it are drained from the pipes and
+# counted in the execution's one truncation line (``LogSink.discard``). The number of
+# lines is capped by the log sink (``[retention] max_log_lines``).
 MAX_BYTES = 1024 * 1024
 MAX_LINE_BYTES = 64 * 1024  # a longer line without a newline is cut into pieces
-TRUNCATION_MARKER = (
-    "[cronctl] output truncated: more than {lines} lines or {mib} MiB; the rest was discarded"
-)
 _READ_CHUNK = 65536
 _POLL_INTERVAL = 0.01  # only without pidfd support
 
@@ -60,6 +59,7 @@ class _Stream:
     fd: int
     level: int
     partial: bytearray = field(default_factory=bytearray)
+    counted_open: bool = False  # once truncated: the unterminated line was counted
 
 
 @dataclass(eq=False)
@@ -76,9 +76,9 @@ class _Child:
     stop_reason: str | None = None  # "cancel" | "timeout" | "shutdown"
     killed: bool = False
     kill_deadline: float | None = None
-    lines: int = 0
     bytes: int = 0
     truncated: bool = False
+    discarded: int = 0  # lines not kept once ``truncated``
     finished: bool = False
     started_at: float = 0.0
 
@@ -302,8 +302,9 @@ class _Reactor:
             self._close_stream(child, stream)
 
     def _feed(self, child: _Child, stream: _Stream, data: bytes) -> None:
-        if child.truncated:
-            return  # still drained from the pipe, just not kept
+        if child.truncated:  # still drained from the pipe, just counted
+            _count_discarded(child, stream, data)
+            return
         buf = stream.partial
         buf += data
         start = 0
@@ -314,22 +315,27 @@ class _Reactor:
             self._emit(child, stream.level, bytes(buf[start:nl]))
             start = nl + 1
             if child.truncated:
+                rest = bytes(buf[start:])
                 buf.clear()
+                _count_discarded(child, stream, rest)
                 return
         del buf[:start]
         while len(buf) >= MAX_LINE_BYTES and not child.truncated:
             self._emit(child, stream.level, bytes(buf[:MAX_LINE_BYTES]))
             del buf[:MAX_LINE_BYTES]
+            if child.truncated:  # the rest of this line goes with the piece just counted
+                stream.counted_open = True
+                rest = bytes(buf)
+                buf.clear()
+                _count_discarded(child, stream, rest)
 
     def _emit(self, child: _Child, level: int, raw: bytes) -> None:
         if raw.endswith(b"\r"):
             raw = raw[:-1]
-        child.lines += 1
         child.bytes += len(raw) + 1
-        if child.lines > MAX_LINES or child.bytes > MAX_BYTES:
+        if child.bytes > MAX_BYTES:
             child.truncated = True
-            message = TRUNCATION_MARKER.format(lines=MAX_LINES, mib=MAX_BYTES // (1024 * 1024))
-            _safe_log(child.sink, logging.WARNING, message)
+            child.discarded += 1
             return
         _safe_log(child.sink, level, raw.decode("utf-8", "replace"))
 
@@ -367,6 +373,11 @@ class _Reactor:
             self._sel.unregister(child.pidfd)
             os.close(child.pidfd)
             child.pidfd = None
+        if child.discarded:
+            try:
+                child.sink.discard(child.discarded)
+            except Exception:
+                log.exception("log sink raised; discarded-line count lost")
         returncode = proc.wait()
         self._children.discard(child)
         if child.stop_reason is not None:
@@ -387,6 +398,21 @@ class _Reactor:
             child.on_done(outcome)
         except Exception:
             log.exception("on_done callback of job %s raised", child.request.job.id)
+
+
+def _count_discarded(child: _Child, stream: _Stream, chunk: bytes) -> None:
+    """Count the lines of ``chunk`` (output past the byte budget) without keeping them; a
+    line split over chunks counts once."""
+    if not chunk:
+        return
+    lines = chunk.count(b"\n")
+    if stream.counted_open:
+        if not lines:
+            return
+        lines -= 1  # that newline ends the line already counted
+    tail = not chunk.endswith(b"\n")
+    child.discarded += lines + tail
+    stream.counted_open = tail
 
 
 def _safe_log(sink: LogSink, level: int, message: str) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from cronctl.dispatch.base import Dispatcher, DispatchRequest, Outcome
-from cronctl.dispatch.logbuffer import LogFlusher, ProcessLogSink
+from cronctl.dispatch.logbuffer import MAX_LINES_PER_EXECUTION, LogFlusher, ProcessLogSink
 from cronctl.ids import occurrence_id
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode, Origin
 from cronctl.runtime.firing import is_tracked
@@ -42,6 +42,7 @@ def run_here(
     dispatcher: Dispatcher | None = None,
     clock: Callable[[], datetime] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    max_log_lines: int = MAX_LINES_PER_EXECUTION,
 ) -> OneShotResult:
     clock = clock or (lambda: datetime.now(UTC))
     node = node_id or f"{socket.gethostname()}-trigger"
@@ -52,7 +53,7 @@ def run_here(
         dispatcher = default_dispatcher(1)
     planned = clock()
     occ = occurrence_id(job.id, planned)
-    flusher = LogFlusher(store, clock=clock)
+    flusher = LogFlusher(store, clock=clock, max_per_execution=max_log_lines)
     try:
         try:
             dispatcher.resolve(job)
