@@ -30,6 +30,7 @@ from cronctl.runtime.health import StoreHealth
 from cronctl.runtime.io import IoWorker
 from cronctl.runtime.logsetup import ids
 from cronctl.runtime.notify import Notifier, SystemdNotifier
+from cronctl.runtime.pruning import Pruner
 from cronctl.runtime.records import first_line
 from cronctl.runtime.serialize import serialized
 from cronctl.store.base import ExecutionRecord, Store
@@ -94,7 +95,8 @@ class Scheduler:
         self.core = SchedulerCore(self._jobs, max_concurrent_jobs=config.max_concurrent_jobs,
                                   clock_skew_limit=config.clock_skew_limit,
                                   durable=store.persistent)
-        self.flusher = LogFlusher(store, clock=self.clock)
+        self.flusher = LogFlusher(store, clock=self.clock,
+                                  max_per_execution=config.retention.max_log_lines)
         self.io = IoWorker()
         self.firing = Firing(core=self.core, store=store, dispatcher=self.dispatcher,
                              flusher=self.flusher, io=self.io, node_id=config.node_id,
@@ -143,6 +145,8 @@ class Scheduler:
         self.io.every("pause poll", PAUSE_POLL_INTERVAL, up(self._poll_paused))
         self.io.every("node recovery", self.config.heartbeat_interval.total_seconds(),
                       up(self._poll_expired))
+        self.pruner = Pruner.attach(self.io, self.store, self.config.retention, node_id=node,
+                                    clock=self.clock, is_down=lambda: self.health.down)
         self._paused_seen = {j for j, st in states.items() if st.paused}
         self.io.start()
         self._initial = initial

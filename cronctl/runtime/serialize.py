@@ -21,7 +21,8 @@ WRITES = frozenset({
     "transitions", "claim_execution", "request_cancel", "append_logs",
     "record_progress", "enqueue_trigger", "take_triggers", "complete_trigger",
     "register_node", "heartbeat", "unregister_node", "insert_guarded", "claim_guarded",
-    "release_locks", "release_stale_locks",
+    "release_locks", "release_stale_locks", "prune_step", "prune",
+    "take_maintenance_lock", "release_maintenance_lock", "reclaim_space",
 })
 
 
