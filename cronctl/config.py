@@ -35,6 +35,20 @@ MAX_CONCURRENT_JOBS = 10_000  # counts are bounded (SPEC section 5)
 
 
 @dataclass(frozen=True)
+class RetentionSettings:
+    """``[retention]`` (SPEC section 7): what ``cronctl run`` and ``cronctl prune`` keep.
+
+    ``interval`` zero means ``run`` never prunes by itself (``cronctl prune`` still does).
+    ``max_log_lines`` caps the job log lines each execution keeps."""
+
+    executions: timedelta = timedelta(days=30)
+    keep_last: int = 20
+    skipped: timedelta = timedelta(days=7)
+    interval: timedelta = timedelta(hours=1)
+    max_log_lines: int = 10_000
+
+
+@dataclass(frozen=True)
 class Config:
     """The resolved configuration. ``database`` is a SQLAlchemy URL or ``"none"``."""
 
@@ -52,6 +66,7 @@ class Config:
     auto_migrate: bool = True
     # Extra directories python: targets and service packages (entry points) load from.
     python_path: tuple[Path, ...] = ()
+    retention: RetentionSettings = RetentionSettings()
     # False when jobs_dir is the default: a missing default ``jobs.d`` is only a warning
     # (no file at all is a valid configuration), a missing configured one a violation.
     jobs_dir_required: bool = True
@@ -107,7 +122,10 @@ SCHEDULER_KEYS = (
     "auto_migrate",
     "python_path",
 )
-SECTIONS = ("scheduler", "metrics", "notify")
+SECTIONS = ("scheduler", "metrics", "notify", "retention")
+RETENTION_KEYS = ("executions", "keep_last", "skipped", "interval", "max_log_lines")
+MAX_KEEP_LAST = 1_000_000
+MAX_LOG_LINES = 10_000_000
 METRICS_KEYS = ("listen",)
 LOOPBACK = "127.0.0.1"
 
@@ -240,8 +258,9 @@ def _read_file(path: Path) -> tuple[dict[str, Any], list[Violation], dict[str, A
     for key, value in scheduler.items():
         if key not in SCHEDULER_KEYS:
             where = f"{shown}:{lines[key]}" if key in lines else shown
-            violations.append(Violation(where, None, f"scheduler.{key}",
-                                        f"unknown key{did_you_mean(key, SCHEDULER_KEYS)}"))
+            hint = (" (it belongs in [retention])" if key in RETENTION_KEYS
+                    else did_you_mean(key, SCHEDULER_KEYS))
+            violations.append(Violation(where, None, f"scheduler.{key}", f"unknown key{hint}"))
         else:
             values[key] = value
     return values, violations, sections
@@ -253,6 +272,8 @@ def _read_sections(path: Path, sections: dict[str, Any], violations: list[Violat
     ``violations``."""
     changes: dict[str, Any] = {}
     shown = display_path(path)
+    if "retention" in sections:
+        changes["retention"] = _retention(path, sections["retention"], violations)
     if "notify" in sections:
         lines = _key_lines(path, "notify")
         notify, problems = read_notify(sections["notify"])
@@ -279,6 +300,39 @@ def _read_sections(path: Path, sections: dict[str, Any], violations: list[Violat
         except ValueError as exc:
             violations.append(Violation(where, None, f"metrics.{key}", one_line(str(exc))))
     return changes
+
+
+def _retention(path: Path, table: Any, violations: list[Violation]) -> RetentionSettings:
+    """``[retention]`` as settings (defaults where a value is wrong); its problems go to
+    ``violations``."""
+    shown = display_path(path)
+    if not isinstance(table, dict):
+        violations.append(Violation(shown, None, "retention", "must be a table ([retention])"))
+        return RetentionSettings()
+    lines = _key_lines(path, "retention")
+    changes: dict[str, Any] = {}
+    for key, value in table.items():
+        where = f"{shown}:{lines[key]}" if key in lines else shown
+        if key not in RETENTION_KEYS:
+            hint = (" (it belongs in [scheduler])" if key in SCHEDULER_KEYS
+                    else did_you_mean(key, RETENTION_KEYS))
+            violations.append(Violation(where, None, f"retention.{key}", f"unknown key{hint}"))
+            continue
+        try:
+            if key in ("keep_last", "max_log_lines"):
+                low, high = (0, MAX_KEEP_LAST) if key == "keep_last" else (1, MAX_LOG_LINES)
+                changes[key] = _count(value, low, high)
+            else:
+                changes[key] = parse_duration(value, allow_zero=key == "interval")
+        except (ValueError, DurationError) as exc:
+            violations.append(Violation(where, None, f"retention.{key}", one_line(str(exc))))
+    return replace(RetentionSettings(), **changes)
+
+
+def _count(value: Any, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"must be a whole number from {low:,} to {high:,}, not {value!r}")
+    return value
 
 
 def parse_listen(value: Any) -> tuple[str, int]:

@@ -91,6 +91,7 @@ def _register_commands() -> None:
         cmd_logs,
         cmd_next,
         cmd_pause,
+        cmd_prune,
         cmd_replay,
         cmd_run,
         cmd_status,
@@ -102,8 +103,8 @@ def _register_commands() -> None:
 
     # The order here is the order of `cronctl --help`: the everyday commands first.
     for module in (cmd_validate, cmd_list, cmd_next, cmd_run, cmd_trigger, cmd_cancel,
-                   cmd_logs, cmd_history, cmd_why, cmd_replay, cmd_pause, cmd_status, cmd_db,
-                   cmd_init, cmd_import_crontab, cmd_systemd):
+                   cmd_logs, cmd_history, cmd_why, cmd_replay, cmd_pause, cmd_status, cmd_prune,
+                   cmd_db, cmd_init, cmd_import_crontab, cmd_systemd):
         module.register(app)
 
 

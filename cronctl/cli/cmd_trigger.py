@@ -99,7 +99,8 @@ def _here(config: Config, job: JobDefinition, emit: _Emit) -> None:
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         result = run_here(job, store, stop=stop,
-                          heartbeat_interval=config.heartbeat_interval)
+                          heartbeat_interval=config.heartbeat_interval,
+                          max_log_lines=config.retention.max_log_lines)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -37,11 +37,18 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-from cronctl import processes
 from cronctl.dispatch.base import DispatchRequest, LogSink, Outcome, TargetUnresolved
+from cronctl.dispatch.children import (
+    _Child,
+    _count_discarded,
+    _exited,
+    _record_spawn,
+    _safe_log,
+    _stop_outcome,
+    _Stream,
+)
 from cronctl.dispatch.interceptors import Interceptors
 from cronctl.dispatch.jobcontext import make_context
 from cronctl.dispatch.procenv import command_env, exit_text, parent_death_signal, spawn_error
@@ -49,60 +56,16 @@ from cronctl.jobs.model import CommandTarget, ExecutionStatus, JobDefinition
 
 log = logging.getLogger("cronctl.dispatch")
 
-MAX_LINES = 10_000
+# A command's output kept per attempt; the lines after it are drained from the pipes and
+# counted in the execution's one truncation line (``LogSink.discard``). The number of
+# lines is capped by the log sink (``[retention] max_log_lines``).
 MAX_BYTES = 1024 * 1024
 MAX_LINE_BYTES = 64 * 1024  # a longer line without a newline is cut into pieces
-TRUNCATION_MARKER = (
-    "[cronctl] output truncated: more than {lines} lines or {mib} MiB; the rest was discarded"
-)
 _READ_CHUNK = 65536
 _POLL_INTERVAL = 0.01  # only without pidfd support
 # epoll/poll take milliseconds as a C int (~24.8 days at most); a longer wait (a kill
 # timeout may be up to 100 years) would raise OverflowError, so wait in steps.
 _MAX_WAIT = 3600.0
-
-
-def _seconds(value: float) -> str:
-    return f"{value:g}s"
-
-
-def _record_spawn(child: _Child, pid: int) -> None:
-    on_spawn = child.request.on_spawn
-    if on_spawn is None:
-        return
-    try:
-        on_spawn(pid, processes.identity(pid))  # a group leader: its pid is the group id
-    except Exception:
-        log.exception("on_spawn callback of job %s raised", child.request.job.id)
-
-
-@dataclass(eq=False)
-class _Stream:
-    pipe: Any  # the Popen file object; closing it closes ``fd``
-    fd: int
-    level: int
-    partial: bytearray = field(default_factory=bytearray)
-
-
-@dataclass(eq=False)
-class _Child:
-    request: DispatchRequest
-    target: CommandTarget
-    sink: LogSink
-    on_done: Callable[[Outcome], None]
-    interceptors: Interceptors
-    ctx: Any = None
-    proc: subprocess.Popen[bytes] | None = None
-    streams: list[_Stream] = field(default_factory=list)
-    pidfd: int | None = None
-    stop_reason: str | None = None  # "cancel" | "timeout" | "shutdown"
-    killed: bool = False
-    kill_deadline: float | None = None
-    lines: int = 0
-    bytes: int = 0
-    truncated: bool = False
-    finished: bool = False
-    started_at: float = 0.0
 
 
 class CommandHandle:
@@ -327,8 +290,9 @@ class _Reactor:
             self._close_stream(child, stream)
 
     def _feed(self, child: _Child, stream: _Stream, data: bytes) -> None:
-        if child.truncated:
-            return  # still drained from the pipe, just not kept
+        if child.truncated:  # still drained from the pipe, just counted
+            _count_discarded(child, stream, data)
+            return
         buf = stream.partial
         buf += data
         start = 0
@@ -339,22 +303,27 @@ class _Reactor:
             self._emit(child, stream.level, bytes(buf[start:nl]))
             start = nl + 1
             if child.truncated:
+                rest = bytes(buf[start:])
                 buf.clear()
+                _count_discarded(child, stream, rest)
                 return
         del buf[:start]
         while len(buf) >= MAX_LINE_BYTES and not child.truncated:
             self._emit(child, stream.level, bytes(buf[:MAX_LINE_BYTES]))
             del buf[:MAX_LINE_BYTES]
+            if child.truncated:  # the rest of this line goes with the piece just counted
+                stream.counted_open = True
+                rest = bytes(buf)
+                buf.clear()
+                _count_discarded(child, stream, rest)
 
     def _emit(self, child: _Child, level: int, raw: bytes) -> None:
         if raw.endswith(b"\r"):
             raw = raw[:-1]
-        child.lines += 1
         child.bytes += len(raw) + 1
-        if child.lines > MAX_LINES or child.bytes > MAX_BYTES:
+        if child.bytes > MAX_BYTES:
             child.truncated = True
-            message = TRUNCATION_MARKER.format(lines=MAX_LINES, mib=MAX_BYTES // (1024 * 1024))
-            _safe_log(child.sink, logging.WARNING, message)
+            child.discarded += 1
             return
         _safe_log(child.sink, level, raw.decode("utf-8", "replace"))
 
@@ -392,6 +361,11 @@ class _Reactor:
             self._sel.unregister(child.pidfd)
             os.close(child.pidfd)
             child.pidfd = None
+        if child.discarded:
+            try:
+                child.sink.discard(child.discarded)
+            except Exception:
+                log.exception("log sink raised; discarded-line count lost")
         returncode = proc.wait()
         self._children.discard(child)
         if child.stop_reason is not None:
@@ -412,41 +386,6 @@ class _Reactor:
             child.on_done(outcome)
         except Exception:
             log.exception("on_done callback of job %s raised", child.request.job.id)
-
-
-def _safe_log(sink: LogSink, level: int, message: str) -> None:
-    try:
-        sink.log(level, message)
-    except Exception:
-        log.exception("log sink raised; line dropped")
-
-
-def _exited(pid: int) -> bool:
-    """True when ``pid`` (our child) has exited, WITHOUT reaping it."""
-    try:
-        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-    except ChildProcessError:
-        return True
-    return info is not None
-
-
-def _stop_outcome(child: _Child, returncode: int | None) -> Outcome:
-    how = "" if returncode is None else "; " + exit_text(returncode)
-    if child.killed and child.stop_reason != "shutdown":
-        kill_timeout = child.request.job.kill_timeout.total_seconds()
-        how = f"; killed with SIGKILL after {_seconds(kill_timeout)}"
-    if child.stop_reason == "timeout":
-        timeout = child.request.job.timeout
-        if timeout is not None:
-            limit = timeout.total_seconds()
-        else:
-            limit = time.monotonic() - child.started_at if child.started_at else 0.0
-        return Outcome(ExecutionStatus.FAILED, error=f"timed out after {_seconds(limit)}; killed",
-                       exit_code=returncode)
-    if child.stop_reason == "shutdown":
-        return Outcome(ExecutionStatus.CANCELLED, error="killed at scheduler shutdown",
-                       exit_code=returncode)
-    return Outcome(ExecutionStatus.CANCELLED, error="cancelled" + how, exit_code=returncode)
 
 
 class CommandDispatcher:

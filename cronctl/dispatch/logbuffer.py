@@ -8,6 +8,10 @@ thread. The runtime calls :meth:`LogFlusher.flush` every ``progress_flush_interv
 shutdown. Every store write goes through one lock, so a drain waits for a flush that is
 still writing and an execution's lines keep their order in the store.
 
+Each execution keeps at most ``max_per_execution`` lines (``[retention] max_log_lines``);
+the lines past it, and those a dispatcher did not pass on (:meth:`BufferedSink.discard`),
+are counted and written as ONE truncation line when the execution is drained.
+
 Lines the store refused stay buffered for the next write; what cannot be written within
 the bounds (``drain``'s rounds, ``drain_all``'s deadline, the buffer cap while the
 database is away) is dropped and reported at WARNING with a count.
@@ -29,7 +33,9 @@ log = logging.getLogger("cronctl.dispatch")
 job_log = logging.getLogger("cronctl.job")
 
 MAX_BUFFERED_LINES = 200_000  # across executions, while the database is unreachable
-MAX_LINES_PER_EXECUTION = 20_000
+MAX_LINES_PER_EXECUTION = 10_000  # SPEC section 7: [retention] max_log_lines
+TRUNCATION_LINE = ("[cronctl] {count} more log lines were discarded: this execution reached "
+                   "its limit (max_log_lines = {limit}, or 1 MiB of command output)")
 MAX_MESSAGE_CHARS = 64 * 1024
 
 _ESCAPES = {i: f"\\x{i:02x}" for i in [*range(0x20), 0x7F, *range(0x80, 0xA0)]}
@@ -64,6 +70,11 @@ class ProcessLogSink:
                              escape_control(message),
                              extra={"job_id": self.job_id, "execution_id": self.execution_id})
 
+    def discard(self, count: int) -> None:
+        self._logger.warning("job %s: %d more output lines were discarded (over 1 MiB)",
+                             escape_control(self.job_id), count,
+                             extra={"job_id": self.job_id, "execution_id": self.execution_id})
+
     def progress(self, done: float, total: float | None, message: str | None) -> None:
         if self._logger.isEnabledFor(logging.DEBUG):
             of = "" if total is None else f"/{total:g}"
@@ -85,6 +96,10 @@ class BufferedSink:
     def log(self, level: int, message: str) -> None:
         self._flusher._append(self.execution_id, level, message)
 
+    def discard(self, count: int) -> None:
+        """``count`` lines were not passed on: counted in the truncation line."""
+        self._flusher._discard(self.execution_id, count)
+
     def progress(self, done: float, total: float | None, message: str | None) -> None:
         self._flusher._set_progress(self.execution_id, done, total, message)
 
@@ -95,7 +110,7 @@ LogEntry = tuple[int, datetime, "str | int", str]
 """``(execution_id, at, level, message)``; ``level`` is a name ("INFO") or a logging int."""
 
 
-class LogStore(Protocol):
+class LogWriter(Protocol):
     """Where the flusher writes: the part of the state store dispatch needs. Dispatch
     defines it so that it never imports the store; the runtime passes its store in.
 
@@ -122,7 +137,7 @@ class LogFlusher:
 
     def __init__(
         self,
-        store: LogStore,
+        store: LogWriter,
         *,
         clock: Callable[[], datetime] | None = None,
         max_buffered: int = MAX_BUFFERED_LINES,
@@ -138,6 +153,7 @@ class LogFlusher:
         self._write_lock = threading.Lock()  # one store write at a time
         self._lines: dict[int, list[LogEntry]] = {}
         self._counts: dict[int, int] = {}  # lines accepted per live execution
+        self._dropped: dict[int, int] = {}  # lines over the cap, per live execution
         self._buffered = 0
         self._progress: dict[int, _Progress] = {}
         self._overflow = 0  # dropped because the buffer was full; reported at next flush
@@ -155,11 +171,8 @@ class LogFlusher:
             count = self._counts.get(execution_id, 0) + 1
             self._counts[execution_id] = count
             if count > self._max_per_execution:
-                if count != self._max_per_execution + 1:
-                    return
-                entry = (execution_id, entry[1], "WARNING",
-                         f"[cronctl] more than {self._max_per_execution} log lines; "
-                         "the rest was discarded")
+                self._dropped[execution_id] = self._dropped.get(execution_id, 0) + 1
+                return
             if self._buffered >= self._max_buffered:
                 self._overflow += 1
                 return
@@ -168,6 +181,19 @@ class LogFlusher:
         echo = self._echo
         if echo is not None and echo.isEnabledFor(logging.DEBUG):
             echo.debug("execution %s: %s", execution_id, escape_control(message))
+
+    def _discard(self, execution_id: int, count: int) -> None:
+        if count > 0:
+            with self._lock:
+                self._dropped[execution_id] = self._dropped.get(execution_id, 0) + count
+
+    def _truncation(self, execution_id: int) -> LogEntry | None:
+        """The execution's one truncation line, if it lost lines (call with the lock)."""
+        count = self._dropped.pop(execution_id, 0)
+        if not count:
+            return None
+        text = TRUNCATION_LINE.format(count=count, limit=self._max_per_execution)
+        return (execution_id, self._clock(), "WARNING", text)
 
     def _set_progress(self, execution_id: int, done: float, total: float | None,
                       message: str | None) -> None:
@@ -228,6 +254,9 @@ class LogFlusher:
                     progress = self._progress.pop(execution_id, None)
                     if entries:
                         self._buffered -= len(entries)
+                    marker = self._truncation(execution_id)
+                    if marker is not None:
+                        entries = [*(entries or []), marker]
                 if not entries and progress is None:
                     self._forget(execution_id)
                     return True
@@ -251,6 +280,7 @@ class LogFlusher:
             self._buffered -= len(lost)
             lost_progress = self._progress.pop(execution_id, None)
             self._counts.pop(execution_id, None)
+            self._dropped.pop(execution_id, None)
         if lost or lost_progress is not None:
             reason = _one_line(error) if error else "more lines kept arriving"
             log.warning("execution %s: %d job log lines%s could not be written: %s",
@@ -263,11 +293,18 @@ class LogFlusher:
         """At shutdown: flush until everything is written or ``deadline`` (a
         :func:`time.monotonic` value) passes. What is left is dropped and reported at
         WARNING. Returns the number of lines lost."""
+        with self._lock:  # the executions still running lose their tails now
+            for execution_id in list(self._dropped):
+                marker = self._truncation(execution_id)
+                if marker is not None:
+                    self._lines.setdefault(execution_id, []).append(marker)
+                    self._buffered += 1
         while True:
             if self.flush():
                 with self._lock:
                     if not self._lines and not self._progress:
                         self._counts.clear()
+                        self._dropped.clear()
                         return 0
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -280,6 +317,7 @@ class LogFlusher:
             self._lines.clear()
             self._progress.clear()
             self._counts.clear()
+            self._dropped.clear()
             self._buffered = 0
         if lost or executions:
             log.warning("shutdown: %d job log lines of %d executions could not be written "
@@ -313,6 +351,7 @@ class LogFlusher:
     def _forget(self, execution_id: int) -> None:
         with self._lock:
             self._counts.pop(execution_id, None)
+            self._dropped.pop(execution_id, None)
 
 
 def _one_line(exc: Any) -> str:

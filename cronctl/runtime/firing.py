@@ -42,7 +42,7 @@ from cronctl.runtime import records
 from cronctl.runtime.ahead import RetryRows
 from cronctl.runtime.batches import FinalBatch
 from cronctl.runtime.handled import SCHEDULED, Handled
-from cronctl.runtime.health import StoreHealth
+from cronctl.runtime.health import DatabaseHealth
 from cronctl.runtime.io import IoWorker
 from cronctl.runtime.logsetup import ids
 from cronctl.runtime.records import REMOTE_RETRY, Ready, Run, first_line, locks_for, new_rows
@@ -88,7 +88,7 @@ class Firing:
         self.fired = 0
         self._store_down = False
         self.group_index: dict[str, list[str]] = {}  # serial group -> job ids (set on load)
-        self.health: StoreHealth | None = None  # set by the Scheduler
+        self.health: DatabaseHealth | None = None  # set by the Scheduler
         self.watch: Watch = NullWatch()  # metrics and notifications (set by the Scheduler)
         self.ahead = RetryRows(store, node_id=node_id, clock=clock, submit=io.submit,
                                unavailable=self._health_failed)

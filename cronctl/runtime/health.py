@@ -26,7 +26,7 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-class StoreHealth:
+class DatabaseHealth:
     """``failed`` may be called from any thread; ``probe`` runs ``check`` (on the I/O
     thread, through ``later``) until it passes, then calls ``back``. ``down`` stays True
     until the scheduler thread calls :meth:`up` (after it handled ``back``), so no tracked

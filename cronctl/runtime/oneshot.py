@@ -27,7 +27,7 @@ from datetime import UTC, datetime, timedelta
 
 from cronctl import processes
 from cronctl.dispatch.base import Dispatcher, DispatchRequest, ExecutionHandle, Outcome
-from cronctl.dispatch.logbuffer import LogFlusher, ProcessLogSink
+from cronctl.dispatch.logbuffer import MAX_LINES_PER_EXECUTION, LogFlusher, ProcessLogSink
 from cronctl.ids import occurrence_id
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode, Origin
 from cronctl.runtime.firing import is_tracked
@@ -74,6 +74,7 @@ def run_here(
     clock: Callable[[], datetime] | None = None,
     stop: threading.Event | None = None,
     heartbeat_interval: timedelta = HEARTBEAT,
+    max_log_lines: int = MAX_LINES_PER_EXECUTION,
 ) -> OneShotResult:
     """Run ``job`` once, here. ``stop`` set (by a signal handler) cancels the attempt and
     any retry; the result is then ``cancelled``."""
@@ -88,9 +89,9 @@ def run_here(
     beat = heartbeat_interval.total_seconds()
     if store.beat_interval is not None:
         beat = min(beat, store.beat_interval)
-    ctx = _Context(job, store, dispatcher, LogFlusher(store, clock=clock), node,
-                   occurrence_id(job.id, planned), planned, clock, stop or threading.Event(),
-                   beat)
+    flusher = LogFlusher(store, clock=clock, max_per_execution=max_log_lines)
+    ctx = _Context(job, store, dispatcher, flusher, node, occurrence_id(job.id, planned),
+                   planned, clock, stop or threading.Event(), beat)
     try:
         try:
             dispatcher.resolve(job)

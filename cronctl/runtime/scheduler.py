@@ -33,11 +33,12 @@ from cronctl.dispatch.logbuffer import LogFlusher
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Origin
 from cronctl.runtime import startup
 from cronctl.runtime.firing import Firing
-from cronctl.runtime.health import StoreHealth
+from cronctl.runtime.health import DatabaseHealth
 from cronctl.runtime.io import IoWorker
 from cronctl.runtime.liveness import Liveness
 from cronctl.runtime.logsetup import ids
 from cronctl.runtime.notify import Notifier, SystemdNotifier
+from cronctl.runtime.pruning import Pruner
 from cronctl.runtime.records import first_line
 from cronctl.runtime.watch import watch_for
 from cronctl.store.base import ExecutionRecord, Store
@@ -92,12 +93,13 @@ class Scheduler:
         self.core = SchedulerCore(self._jobs, max_concurrent_jobs=config.max_concurrent_jobs,
                                   clock_skew_limit=config.clock_skew_limit,
                                   durable=store.persistent)
-        self.flusher = LogFlusher(store, clock=self.clock)
+        self.flusher = LogFlusher(store, clock=self.clock,
+                                  max_per_execution=config.retention.max_log_lines)
         self.io = IoWorker()
         self.firing = Firing(core=self.core, store=store, dispatcher=self.dispatcher,
                              flusher=self.flusher, io=self.io, node_id=config.node_id,
                              clock=self.clock, post=self._inbox.put)
-        self.health = StoreHealth(check=self._probe_store, later=self.io.after,
+        self.health = DatabaseHealth(check=self._probe_store, later=self.io.after,
                                   back=lambda: self._inbox.put(("store back",)))
         self.io.on_unavailable = self.health.failed
         self.firing.health = self.health
@@ -156,6 +158,8 @@ class Scheduler:
         self.io.every("log flush", self.config.progress_flush_interval.total_seconds(),
                       up(self.flusher.flush))
         self.io.every("pause poll", PAUSE_POLL_INTERVAL, up(self._poll_paused))
+        self.pruner = Pruner.attach(self.io, self.store, self.config.retention, node_id=node,
+                                    clock=self.clock, is_down=lambda: self.health.down)
         self._paused_seen = {j for j, st in states.items() if st.paused}
         self.io.start()
         self.liveness.start()

@@ -37,6 +37,10 @@ from cronctl.store.records import (
     NewExecution,
     NodeIdInUse,
     NodeRecord,
+    PruneCounts,
+    PrunePolicy,
+    PruneProgress,
+    PruneStep,
     ScheduleState,
     SchemaMismatch,
     SkipRecord,
@@ -50,12 +54,13 @@ from cronctl.store.records import (
     require_aware,
     statuses,
 )
+from cronctl.store.upkeep import Upkeep
 
 # --- the Protocol ------------------------------------------------------------------------
 
 
 @runtime_checkable
-class Store(Protocol):
+class Store(Upkeep, Protocol):
     """The durable state of cronctl. See the module docstring for the conventions."""
 
     @property
@@ -319,64 +324,6 @@ class Store(Protocol):
         """Overwrite the execution's progress snapshot."""
         ...
 
-    # --- the skip ledger -------------------------------------------------------------
-
-    def record_skips(self, runs: Sequence[SkipRun], *, now: datetime | None = None
-                     ) -> list[bool]:
-        """Record planned instants that did not run, in ONE transaction. Written once
-        cluster-wide: a run whose ``(job, scope, first_at)`` is already recorded changes
-        nothing, except that a longer run extends it. Per run: whether this call
-        recorded something new (the node that did is the one that notifies)."""
-        ...
-
-    def list_skips(
-        self,
-        *,
-        job_id: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        limit: int | None = 50,
-    ) -> list[SkipRecord]:
-        """Skip runs, newest ``last_at`` first; ``since``/``until`` keep the runs that
-        overlap that window (inclusive). ``limit=None`` means all."""
-        ...
-
-    def skips_covering(self, job_id: str, at: datetime) -> list[SkipRecord]:
-        """The runs of ``job_id`` whose span contains ``at`` (``why``)."""
-        ...
-
-    # --- notifications (SPEC section 7) ------------------------------------------------
-
-    def claim_notice(self, key: str, *, event: str, job_id: str, node_id: str,
-                     now: datetime | None = None) -> bool:
-        """Insert-if-absent of a notification decision's ``key`` (at most 64 chars): True
-        for the one call cluster-wide that inserted it (that node sends the event)."""
-        ...
-
-    def forget_notices(self, before: datetime) -> int:
-        """Delete the marks created before ``before``; returns how many."""
-        ...
-
-    def previous_outcome(self, job_id: str, before: datetime, *,
-                         scope_node: str | None = None
-                         ) -> tuple[datetime, ExecutionStatus] | None:
-        """``(scheduled_at, status)`` of the newest ended execution of ``job_id`` planned
-        before ``before`` (``succeeded``, ``failed``, ``abandoned`` or ``dead_letter``;
-        cancelled ones are passed over), or None. ``scope_node``: only that node's
-        every_instance rows."""
-        ...
-
-    def note_delivery(self, node_id: str, *, ok: bool, error: str | None = None,
-                      now: datetime | None = None) -> None:
-        """A delivery of ``node_id`` failed (counted; failing since the first failure
-        after the last success) or worked (clears it)."""
-        ...
-
-    def delivery_failures(self, node_ids: Collection[str] | None = None
-                          ) -> list[DeliveryFailures]:
-        """Nodes whose notifications fail, by node id."""
-        ...
-
     # --- requests from other processes -------------------------------------------------
 
     def enqueue_trigger(
@@ -467,8 +414,6 @@ class Store(Protocol):
         """Delete the node row (and on PostgreSQL release its lock)."""
         ...
 
-
-
 __all__ = [
     "DeliveryFailures",
     "ExecutionRecord",
@@ -480,6 +425,10 @@ __all__ = [
     "NodeIdInUse",
     "NewExecution",
     "NodeRecord",
+    "PruneCounts",
+    "PrunePolicy",
+    "PruneProgress",
+    "PruneStep",
     "ScheduleState",
     "SchemaMismatch",
     "SkipRecord",

@@ -67,6 +67,11 @@ def _sqlite_engine(parsed: sa.engine.URL) -> Engine:
             cur.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
             cur.execute("PRAGMA foreign_keys = ON")
             if not memory:
+                # A new (empty) file: before WAL, which writes page 1 with the auto_vacuum
+                # mode of then; afterwards it cannot change without a VACUUM (see
+                # cronctl.store.retention). Existing files are left alone.
+                if cur.execute("PRAGMA page_count").fetchone()[0] == 0:
+                    cur.execute("PRAGMA auto_vacuum = INCREMENTAL")
                 _enable_wal(cur)
                 cur.execute("PRAGMA synchronous = NORMAL")
         finally:

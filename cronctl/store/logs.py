@@ -28,6 +28,10 @@ def level_name(level: str | int) -> str:
     return level.upper()
 
 
+_CHUNK = 1000  # execution ids per IN list
+_INSERT = "INSERT INTO job_logs (execution_id, seq, at, level, message) VALUES (?, ?, ?, ?, ?)"
+
+
 class JobLogs(SqlConnection):
     """Job logs and progress of the Store Protocol (see :mod:`cronctl.store.base`)."""
 
@@ -38,34 +42,32 @@ class JobLogs(SqlConnection):
             by_execution.setdefault(int(eid), []).append(line)
         if not by_execution:
             return
-        L = job_logs.c
-        with self._write() as conn:
+        wanted = sorted(by_execution)
+        raw = self._raw
+        with self._raw_write() as cur:
             # Lock the execution rows (PostgreSQL; SQLite already holds the write lock) so
-            # that two writers of one execution's log cannot pick the same seq.
-            existing = set(
-                conn.execute(
-                    sa.select(X.id).where(X.id.in_(list(by_execution))).with_for_update()
-                ).scalars()
-            )
-            rows: list[dict[str, Any]] = []
+            # that two writers of one execution's log cannot pick the same seq. One query
+            # per chunk of executions, not one per execution (a flush covers many), and
+            # one executemany for the lines (psycopg pipelines it). The last seq is a
+            # correlated lookup on job_logs' primary key: PostgreSQL plans an IN list
+            # against job_logs without statistics as a full scan.
+            last: dict[int, int] = {}
+            for start in range(0, len(wanted), _CHUNK):
+                chunk = wanted[start:start + _CHUNK]
+                marks = ", ".join("?" * len(chunk))
+                lock = " FOR UPDATE" if raw.pg else ""
+                cur.execute(raw.sql(
+                    "SELECT e.id, (SELECT MAX(l.seq) FROM job_logs l WHERE l.execution_id = "
+                    f"e.id) FROM job_executions e WHERE e.id IN ({marks}){lock}"), tuple(chunk))
+                last.update((int(e), int(n or 0)) for e, n in cur.fetchall())
+            rows: list[tuple[int, int, Any, str, str]] = []
             for eid, lines in by_execution.items():
-                if eid not in existing:
+                if eid not in last:
                     continue
-                last = conn.execute(
-                    sa.select(sa.func.coalesce(sa.func.max(L.seq), 0)).where(L.execution_id == eid)
-                ).scalar_one()
-                for n, (at, level, message) in enumerate(lines, start=int(last) + 1):
-                    rows.append(
-                        {
-                            "execution_id": eid,
-                            "seq": n,
-                            "at": at,
-                            "level": level,
-                            "message": message,
-                        }
-                    )
+                for n, (at, level, message) in enumerate(lines, start=last[eid] + 1):
+                    rows.append((eid, n, raw.ts(at), level, message))
             if rows:
-                conn.execute(sa.insert(job_logs), rows)
+                cur.executemany(raw.sql(_INSERT), rows)
 
     def read_logs(
         self, execution_id: int, *, after_seq: int = 0, limit: int | None = None

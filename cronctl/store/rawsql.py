@@ -28,12 +28,13 @@ from cronctl.jobs.model import ExecutionStatus, Origin
 from cronctl.store.records import NewExecution, Transition, require_aware, statuses
 
 _COLUMNS = ("job_id", "occurrence_id", "scheduled_at", "attempt", "scope", "node_id",
-            "origin", "status", "target", "fencing_token", "created_at", "started_at")
+            "origin", "status", "target", "fencing_token", "created_at", "started_at",
+            "finished_at")
 _KEY = "(job_id, occurrence_id, scope, attempt)"
 _INSERT = (f"INSERT INTO job_executions ({', '.join(_COLUMNS)}) VALUES {{values}} "
            f"ON CONFLICT {_KEY} DO NOTHING RETURNING id{{more}}")
 _ROW = "(" + ", ".join("?" * len(_COLUMNS)) + ")"
-PG_CHUNK = 1000  # rows per multi-row INSERT (12 parameters each, far below the limit)
+PG_CHUNK = 1000  # rows per multi-row INSERT (13 parameters each, far below the limit)
 
 _CURSOR_UPSERT = (
     'INSERT INTO job_schedules (job_id, "cursor") VALUES (?, ?) ON CONFLICT (job_id) '
@@ -71,6 +72,7 @@ class RawSql:
         self._error: type[Exception] = engine.dialect.loaded_dbapi.Error
         self._text: dict[str, str] = {}
         self._updates: dict[tuple[bool, bool, bool, int, bool], str] = {}
+        self._pg_inserts: dict[int, str] = {}
 
     # --- plumbing --------------------------------------------------------------------------
 
@@ -116,12 +118,13 @@ class RawSql:
     # --- statements ------------------------------------------------------------------------
 
     def _params(self, r: NewExecution, now: datetime) -> tuple[Any, ...]:
-        started = r.started_at
+        started, finished = r.started_at, r.finished_at
         return (r.job_id, r.occurrence_id, self.ts(require_aware(r.scheduled_at, "scheduled_at")),
                 r.attempt, r.scope_node or "", r.node_id, Origin(r.origin).value,
                 ExecutionStatus(r.status).value, r.target, r.fencing_token,
                 self.ts(require_aware(r.created_at or now, "now")),
-                None if started is None else self.ts(require_aware(started, "started_at")))
+                None if started is None else self.ts(require_aware(started, "started_at")),
+                None if finished is None else self.ts(require_aware(finished, "finished_at")))
 
     def insert_executions(self, cur: Any, rows: Sequence[NewExecution]) -> list[int | None]:
         now = datetime.now(UTC)
@@ -142,17 +145,31 @@ class RawSql:
         # index's locks in the same order, so their batches cannot deadlock.
         ordered = sorted(params, key=lambda p: (p[0], p[1], p[4], p[3]))
         won: dict[tuple[str, str, str, int], int] = {}
-        for start in range(0, len(ordered), PG_CHUNK):
-            chunk = ordered[start:start + PG_CHUNK]
-            sql = self.sql(_INSERT.format(values=", ".join([_ROW] * len(chunk)),
-                                          more=", job_id, occurrence_id, scope, attempt"))
-            cur.execute(sql, [v for p in chunk for v in p])
-            for new_id, job_id, occ, scope, attempt in cur.fetchall():
-                won[(job_id, occ, scope, int(attempt))] = int(new_id)
+        # Numbered placeholders on a RawCursor: psycopg does not rewrite (parse) the
+        # statement, which for %s cost ~40 us per row of a 1,000-row INSERT.
+        from psycopg import RawCursor
+
+        with RawCursor(cur.connection) as raw:
+            for start in range(0, len(ordered), PG_CHUNK):
+                chunk = ordered[start:start + PG_CHUNK]
+                raw.execute(self._pg_insert(len(chunk)), [v for p in chunk for v in p])
+                for new_id, job_id, occ, scope, attempt in raw.fetchall():
+                    won[(job_id, occ, scope, int(attempt))] = int(new_id)
         result: list[int | None] = []
         for p in params:
             result.append(won.pop((p[0], p[1], p[4], p[3]), None))
         return result
+
+    def _pg_insert(self, rows: int) -> str:
+        """The multi-row INSERT of ``rows`` rows with ``$n`` placeholders (cached)."""
+        sql = self._pg_inserts.get(rows)
+        if sql is None:
+            width = len(_COLUMNS)
+            values = ", ".join("(" + ", ".join(f"${r * width + c + 1}" for c in range(width))
+                               + ")" for r in range(rows))
+            sql = self._pg_inserts[rows] = _INSERT.format(
+                values=values, more=", job_id, occurrence_id, scope, attempt")
+        return sql
 
     def insert_guarded(self, cur: Any, rows: Sequence[NewExecution]) -> list[int | str | None]:
         """See :meth:`cronctl.store.base.Store.insert_guarded`. Rows without locks take the

@@ -6,7 +6,7 @@ import these without opening a database."""
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -147,6 +147,7 @@ class NewExecution:
     started_at: datetime | None = None
     created_at: datetime | None = None
     locks: tuple[str, ...] = ()  # guard keys to take with the row (:meth:`Store.insert_guarded`)
+    finished_at: datetime | None = None  # a row written already final (imports, seeding)
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +220,72 @@ class SkipRecord:
     detail: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class PrunePolicy:
+    """What a prune pass deletes (SPEC section 7, ``[retention]``), as instants: the
+    caller turns its durations into cutoffs with its own ``now``.
+
+    - finished executions (any status but ``pending``/``running``) planned AND ended
+      before ``executions_before``, except the newest ``keep_last`` finished executions
+      of each job (newest by ``scheduled_at``, then id: the order of ``history``), and
+      their log lines;
+    - skip records whose newest instant (``last_at``) is before ``skipped_before``;
+    - done trigger requests requested before ``triggers_before``."""
+
+    executions_before: datetime
+    keep_last: int
+    skipped_before: datetime
+    triggers_before: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class PruneCounts:
+    """Rows a prune deleted (or, in a dry run, would delete). ``skipped`` counts skip
+    records (a run of consecutive skipped instants is one record)."""
+
+    executions: int = 0
+    skipped: int = 0
+    log_lines: int = 0
+    trigger_requests: int = 0
+
+    def __add__(self, other: PruneCounts) -> PruneCounts:
+        return PruneCounts(self.executions + other.executions, self.skipped + other.skipped,
+                           self.log_lines + other.log_lines,
+                           self.trigger_requests + other.trigger_requests)
+
+    @property
+    def total(self) -> int:
+        return self.executions + self.skipped + self.log_lines + self.trigger_requests
+
+
+PRUNE_PHASES = ("executions", "skipped", "trigger_requests")
+
+
+@dataclass(frozen=True, slots=True)
+class PruneProgress:
+    """Where a prune pass stands between two :meth:`Store.prune_step` calls: the phase
+    (one of :data:`PRUNE_PHASES`); in the executions phase the last row looked at
+    (``(scheduled_at, id)``; ``None``: none yet) and, per job met so far, the oldest of
+    its newest ``keep_last`` finished rows (``None``: it has no more than that)."""
+
+    phase: str = "executions"
+    after: tuple[datetime, int] | None = None
+    kept: Mapping[str, tuple[datetime, int] | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class PruneStep:
+    """One :meth:`Store.prune_step`: what it deleted, and where the next step starts
+    (``None``: the pass is complete)."""
+
+    counts: PruneCounts
+    next: PruneProgress | None
+
+
+PRUNE_LOCK = "maintenance:prune"
+"""The guard key the node running a prune pass holds (one pass at a time cluster-wide)."""
+
+
 LogEntry = tuple[int, datetime, "str | int", str]
 """``(execution_id, at, level, message)``; ``level`` is a name ("INFO") or a logging int."""
 
@@ -259,6 +326,12 @@ __all__ = [
     "NewExecution",
     "NodeIdInUse",
     "NodeRecord",
+    "PRUNE_LOCK",
+    "PRUNE_PHASES",
+    "PruneCounts",
+    "PrunePolicy",
+    "PruneProgress",
+    "PruneStep",
     "ScheduleState",
     "SchemaMismatch",
     "SkipRecord",

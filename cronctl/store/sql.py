@@ -28,13 +28,14 @@ from cronctl.store.logs import JobLogs
 from cronctl.store.migrate import ensure_schema
 from cronctl.store.nodes import Nodes
 from cronctl.store.notices import Notices
+from cronctl.store.retention import Retention
 from cronctl.store.schedules import Schedules
 from cronctl.store.skips import SkipLedger
 from cronctl.store.triggers import TriggerRequests
 
 
 class SqlStore(Schedules, Executions, GuardLocks, JobLogs, TriggerRequests, Nodes,
-               SkipLedger, Notices):
+               SkipLedger, Notices, Retention):
     """The Store Protocol over SQLite or PostgreSQL. Thread-safe (a connection pool)."""
 
     def __init__(self, engine: Engine, url: str, *, node_id: str = "") -> None:

@@ -154,6 +154,7 @@ trigger_requests = sa.Table(
     sa.Column("error", sa.Text(), nullable=True),
     sa.UniqueConstraint("job_id", "scheduled_at"),
     sa.Index("ix_trigger_requests_taken_by_id", "taken_by", "id"),
+    sa.Index("ix_trigger_requests_done_requested_at", "done", "requested_at"),  # retention
 )
 
 # Cluster-wide guards (serial groups, single_instance overlap): a row per held key,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from cronctl.dispatch.command import MAX_LINES, CommandDispatcher
+from cronctl.dispatch.command import MAX_BYTES, CommandDispatcher
 from cronctl.dispatch.testing import OutcomeRecorder, RecordingSink, request_for
 from cronctl.jobs.model import CommandTarget, ExecutionStatus, JobDefinition, Origin
 
@@ -111,26 +111,31 @@ def test_stdout_is_info_and_stderr_is_warning(dispatcher: CommandDispatcher) -> 
     assert sorted(sink.lines) == sorted([(20, "out"), (30, "err"), (20, "tail")])
 
 
-def test_output_is_truncated_with_one_marker_and_still_drained(
+def test_many_lines_go_to_the_sink_which_caps_them(dispatcher: CommandDispatcher) -> None:
+    # Far more than the pipe buffer; the line cap is the log sink's ([retention]
+    # max_log_lines), so the dispatcher passes every line of a short-lined output on.
+    code = "import sys\nfor i in range(15000): sys.stdout.write(f'line {i}\\n')"
+    sink, done = run(dispatcher, job(PY, "-c", code))
+    assert done.wait().status is ExecutionStatus.SUCCEEDED
+    assert sink.messages == [f"line {i}" for i in range(15000)]
+    assert sink.discarded == 0
+
+
+def test_byte_budget_keeps_1_mib_and_counts_the_rest_exactly(
     dispatcher: CommandDispatcher,
 ) -> None:
-    # Far more than the pipe buffer: if the rest were not drained the child would block.
-    code = f"import sys\nfor i in range({MAX_LINES} + 5000): sys.stdout.write(f'line {{i}}\\n')"
+    # 40 lines of 60,000 bytes on stdout, 3 short ones on stderr at the end, and a last
+    # line without a newline split over reads: 17 fit in 1 MiB; every other line is
+    # drained (else the child would block) and counted once.
+    code = ("import sys\nfor i in range(40): sys.stdout.write('x' * 60000 + '\\n')\n"
+            "sys.stdout.flush()\nsys.stderr.write('a\\nb\\nc\\n')\n"
+            "sys.stdout.write('y' * 200000)")
     sink, done = run(dispatcher, job(PY, "-c", code))
     assert done.wait().status is ExecutionStatus.SUCCEEDED
-    messages = sink.messages
-    assert len(messages) == MAX_LINES + 1
-    assert messages[MAX_LINES - 1] == f"line {MAX_LINES - 1}"
-    assert "output truncated" in messages[-1]
-
-
-def test_byte_budget_truncates_long_output(dispatcher: CommandDispatcher) -> None:
-    code = "import sys\nfor i in range(40): sys.stdout.write('x' * 60000 + '\\n')"
-    sink, done = run(dispatcher, job(PY, "-c", code))
-    assert done.wait().status is ExecutionStatus.SUCCEEDED
-    messages = sink.messages
-    assert "output truncated" in messages[-1]
-    assert sum(len(m) for m in messages[:-1]) <= 1024 * 1024
+    kept = sink.messages
+    assert sum(len(m) + 1 for m in kept) <= MAX_BYTES
+    assert len(kept) == 17 and set(kept) == {"x" * 60000}
+    assert sink.discarded == 40 - 17 + 3 + 1
 
 
 @pytest.mark.parametrize(("script", "error", "code"), [

@@ -85,3 +85,13 @@ def test_global_options_are_in_the_man_page() -> None:
     for opt in ("--config", "-c", "--database", "--jobs-dir", "--verbose", "-v", "--quiet",
                 "-q", "--no-color", "--version"):
         assert re.search(rf"(?<![\w-]){re.escape(opt)}(?![\w-])", man), opt
+
+
+def test_every_retention_key_is_in_the_file_format_page() -> None:
+    from cronctl import config
+
+    man = _man_text("cronctl.toml.5")
+    assert ".SS [retention]" in man
+    section = man.split(".SS [retention]", 1)[1].split(".SH", 1)[0]
+    for key in config.RETENTION_KEYS:
+        assert f".B {key}" in section, f"[retention] {key} is not documented in cronctl.toml(5)"

@@ -190,3 +190,62 @@ def test_python_path_loads_modules_from_there(tmp_path: Path) -> None:
     Path("cronctl.toml").write_text('[scheduler]\npython_path = ["lib"]\ndatabase = "none"\n')
     result = load_jobs(load_config(GlobalOptions()).job_settings)
     assert result.violations == () and [j.id for j in result.jobs if j.id == "pp"] == ["pp"]
+
+
+def test_retention_defaults_and_every_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cronctl.config import RetentionSettings
+
+    monkeypatch.setattr("cronctl.config.SYSTEM_CONFIG", Path("/nonexistent/cronctl.toml"))
+    assert load_config(GlobalOptions()).retention == RetentionSettings(
+        executions=timedelta(days=30), keep_last=20, skipped=timedelta(days=7),
+        interval=timedelta(hours=1), max_log_lines=10_000)
+    Path("cronctl.toml").write_text("""[retention]
+executions = "90d"
+keep_last = 0
+skipped = "1d12h"
+interval = 0
+max_log_lines = 500
+""")
+    assert load_config(GlobalOptions()).retention == RetentionSettings(
+        executions=timedelta(days=90), keep_last=0, skipped=timedelta(days=1, hours=12),
+        interval=timedelta(0), max_log_lines=500)
+
+
+def test_every_problem_of_retention_is_one_line_with_its_line_number() -> None:
+    Path("cronctl.toml").write_text("""[scheduler]
+max_log_lines = 100
+
+[retention]
+executons = "30d"
+executions = "0"
+keep_last = true
+skipped = "40000d"
+interval = "often"
+max_log_lines = 0
+heartbeat_interval = "5s"
+""")
+    result = read_config(GlobalOptions())
+    found = {(v.key, v.source.rsplit(":", 1)[-1]): v.message for v in result.violations}
+    assert found == {
+        ("scheduler.max_log_lines", "2"): "unknown key (it belongs in [retention])",
+        ("retention.executons", "5"): "unknown key (did you mean 'executions'?)",
+        ("retention.executions", "6"): "'0' is zero; a duration must be > 0",
+        ("retention.keep_last", "7"): "must be a whole number from 0 to 1,000,000, not True",
+        ("retention.skipped", "8"):
+            "'40000d' is longer than 100 years (36525d), the longest duration allowed",
+        ("retention.interval", "9"):
+            "'often' is not a duration; write e.g. \"90s\", \"5m\" or \"1h30m\"",
+        ("retention.max_log_lines", "10"):
+            "must be a whole number from 1 to 10,000,000, not 0",
+        ("retention.heartbeat_interval", "11"): "unknown key (it belongs in [scheduler])",
+    }
+    # The values that were fine are used, the others keep their defaults.
+    assert read_config(GlobalOptions()).config.retention.keep_last == 20
+    with pytest.raises(ConfigError, match="retention.executons"):
+        load_config(GlobalOptions())
+
+
+def test_retention_must_be_a_table() -> None:
+    Path("cronctl.toml").write_text('retention = "30d"\n')
+    (violation,) = read_config(GlobalOptions()).violations
+    assert (violation.key, violation.message) == ("retention", "must be a table ([retention])")

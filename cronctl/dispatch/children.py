@@ -1,0 +1,115 @@
+"""The child processes of command jobs as the reactor (:mod:`cronctl.dispatch.command`)
+keeps them: their output streams, what the reactor tracks per child, and the small pure
+pieces it uses (counting discarded lines, the outcome of a stopped child)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from cronctl import processes
+from cronctl.dispatch.base import DispatchRequest, LogSink, Outcome
+from cronctl.dispatch.interceptors import Interceptors
+from cronctl.dispatch.procenv import exit_text
+from cronctl.jobs.model import CommandTarget, ExecutionStatus
+
+log = logging.getLogger("cronctl.dispatch")
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g}s"
+
+
+def _record_spawn(child: _Child, pid: int) -> None:
+    on_spawn = child.request.on_spawn
+    if on_spawn is None:
+        return
+    try:
+        on_spawn(pid, processes.identity(pid))  # a group leader: its pid is the group id
+    except Exception:
+        log.exception("on_spawn callback of job %s raised", child.request.job.id)
+
+
+@dataclass(eq=False)
+class _Stream:
+    pipe: Any  # the Popen file object; closing it closes ``fd``
+    fd: int
+    level: int
+    partial: bytearray = field(default_factory=bytearray)
+    counted_open: bool = False  # once truncated: the unterminated line was counted
+
+
+@dataclass(eq=False)
+class _Child:
+    request: DispatchRequest
+    target: CommandTarget
+    sink: LogSink
+    on_done: Callable[[Outcome], None]
+    interceptors: Interceptors
+    ctx: Any = None
+    proc: subprocess.Popen[bytes] | None = None
+    streams: list[_Stream] = field(default_factory=list)
+    pidfd: int | None = None
+    stop_reason: str | None = None  # "cancel" | "timeout" | "shutdown"
+    killed: bool = False
+    kill_deadline: float | None = None
+    bytes: int = 0
+    truncated: bool = False
+    discarded: int = 0  # lines not kept once ``truncated``
+    finished: bool = False
+    started_at: float = 0.0
+
+
+def _count_discarded(child: _Child, stream: _Stream, chunk: bytes) -> None:
+    """Count the lines of ``chunk`` (output past the byte budget) without keeping them; a
+    line split over chunks counts once."""
+    if not chunk:
+        return
+    lines = chunk.count(b"\n")
+    if stream.counted_open:
+        if not lines:
+            return
+        lines -= 1  # that newline ends the line already counted
+    tail = not chunk.endswith(b"\n")
+    child.discarded += lines + tail
+    stream.counted_open = tail
+
+
+def _safe_log(sink: LogSink, level: int, message: str) -> None:
+    try:
+        sink.log(level, message)
+    except Exception:
+        log.exception("log sink raised; line dropped")
+
+
+def _exited(pid: int) -> bool:
+    """True when ``pid`` (our child) has exited, WITHOUT reaping it."""
+    try:
+        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return True
+    return info is not None
+
+
+def _stop_outcome(child: _Child, returncode: int | None) -> Outcome:
+    how = "" if returncode is None else "; " + exit_text(returncode)
+    if child.killed and child.stop_reason != "shutdown":
+        kill_timeout = child.request.job.kill_timeout.total_seconds()
+        how = f"; killed with SIGKILL after {_seconds(kill_timeout)}"
+    if child.stop_reason == "timeout":
+        timeout = child.request.job.timeout
+        if timeout is not None:
+            limit = timeout.total_seconds()
+        else:
+            limit = time.monotonic() - child.started_at if child.started_at else 0.0
+        return Outcome(ExecutionStatus.FAILED, error=f"timed out after {_seconds(limit)}; killed",
+                       exit_code=returncode)
+    if child.stop_reason == "shutdown":
+        return Outcome(ExecutionStatus.CANCELLED, error="killed at scheduler shutdown",
+                       exit_code=returncode)
+    return Outcome(ExecutionStatus.CANCELLED, error="cancelled" + how, exit_code=returncode)
