@@ -14,7 +14,7 @@ import sys
 from datetime import UTC, datetime
 from typing import TextIO
 
-from cronctl.dispatch.logbuffer import escape_control
+from cronctl.escaping import escape_control
 
 _HANDLER_NAME = "cronctl-run"
 
