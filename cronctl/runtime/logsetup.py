@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import TextIO
 
 from cronctl.escaping import escape_control
+from cronctl.runtime.logwriter import ThreadedStreamHandler
 
 _HANDLER_NAME = "cronctl-run"
 
@@ -74,17 +75,27 @@ class JsonFormatter(logging.Formatter):
 
 def configure_logging(level: int = logging.INFO, fmt: str = "text",
                       stream: TextIO | None = None) -> None:
-    """Install the one stderr handler on the ``cronctl`` logger (idempotent)."""
+    """Install the one stderr handler on the ``cronctl`` logger (idempotent). Lines are
+    written by a thread of their own (:mod:`cronctl.runtime.logwriter`); call
+    :func:`flush_logs` to wait for them."""
     root = logging.getLogger("cronctl")
     for handler in list(root.handlers):
         if handler.get_name() == _HANDLER_NAME:
             root.removeHandler(handler)
-    handler = logging.StreamHandler(stream or sys.stderr)
+            handler.close()
+    handler = ThreadedStreamHandler(stream or sys.stderr)
     handler.set_name(_HANDLER_NAME)
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     root.addHandler(handler)
     root.setLevel(level)
     root.propagate = False
+
+
+def flush_logs() -> None:
+    """Return once every line logged so far is written."""
+    for handler in logging.getLogger("cronctl").handlers:
+        if handler.get_name() == _HANDLER_NAME:
+            handler.flush()
 
 
 def ids(job_id: str, execution_id: int | None = None) -> dict[str, object]:

@@ -9,7 +9,7 @@ import logging
 import random
 from datetime import UTC, datetime
 
-from cronctl.runtime.logsetup import _Stamps, configure_logging, ids
+from cronctl.runtime.logsetup import _Stamps, configure_logging, flush_logs, ids
 
 
 def _reference(created: float) -> str:
@@ -34,8 +34,9 @@ def test_text_and_json_lines() -> None:
     try:
         configure_logging(logging.INFO, "text", out)
         log.info("fired job=%s", "a\nb", extra=ids("a\nb", 7))
-        configure_logging(logging.INFO, "json", out)
+        configure_logging(logging.INFO, "json", out)  # (the text handler's lines written)
         log.info("fired job=%s", "a", extra=ids("a", 7))
+        flush_logs()
     finally:
         configure_logging(logging.WARNING, "text", io.StringIO())
     text, doc = out.getvalue().splitlines()
