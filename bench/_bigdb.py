@@ -12,7 +12,6 @@ SQLite file is cached under the temporary directory, keyed by the schema revisio
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import sqlite3
 import statistics
@@ -26,7 +25,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bench._support import ROOT, postgres_database
+from bench._support import postgres_database, schema_key, tree_env
 
 VERSION = 1  # bump when the generated data changes
 JOBS = 100
@@ -143,10 +142,7 @@ def _write_config(folder: Path, database: str) -> None:
 
 def cli(folder: Path, args: list[str], timeout: float = COMMAND_TIMEOUT
         ) -> subprocess.CompletedProcess[bytes]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-    env.pop("CRONCTL_DATABASE_URL", None)
-    env.pop("CRONCTL_CONFIG", None)
+    env = tree_env()
     return subprocess.run([sys.executable, "-m", "cronctl", "-c", "cronctl.toml", *args],
                           cwd=folder, env=env, stdin=subprocess.DEVNULL,
                           capture_output=True, timeout=timeout, check=False)
@@ -158,17 +154,11 @@ def _upgrade(folder: Path) -> None:
         raise RuntimeError(f"db upgrade failed: {done.stderr.decode().strip()[-300:]}")
 
 
-def _head() -> str:
-    from cronctl.store.schema import HEAD
-
-    return HEAD
-
-
 @contextmanager
 def big_sqlite() -> Iterator[tuple[Path, datetime]]:
     """The folder of a config whose SQLite database holds the big data set (cached), and
     the data set's first instant."""
-    folder = Path(tempfile.gettempdir()) / f"cronctl-bench-bigdb-{_head()}-v{VERSION}"
+    folder = Path(tempfile.gettempdir()) / f"cronctl-bench-bigdb-{schema_key()}-v{VERSION}"
     marker = folder / "complete"
     if not marker.exists():
         base = new_base()

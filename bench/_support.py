@@ -13,6 +13,25 @@ from typing import Any
 
 POSTGRES_DEFAULT = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 ROOT = Path(__file__).resolve().parent.parent  # the repository: children import bench.*
+# The cronctl the children run: this checkout, or another one (e.g. an export of an older
+# commit, for before/after numbers from one bench): ``CRONCTL_BENCH_TREE=/path``.
+TREE = Path(os.environ.get("CRONCTL_BENCH_TREE") or ROOT).resolve()
+
+
+def tree_env(*first: Path) -> dict[str, str]:
+    """The environment of a child running TREE's cronctl (``first`` ahead of it on the
+    path; nothing else: the caller's PYTHONPATH may name another checkout)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(str(p) for p in (*first, TREE))
+    for name in ("CRONCTL_DATABASE_URL", "CRONCTL_CONFIG"):
+        env.pop(name, None)
+    return env
+
+
+def schema_key() -> str:
+    """The newest migration script of TREE (what a database it creates is at)."""
+    scripts = sorted(p.stem for p in (TREE / "migrations" / "versions").glob("[0-9]*.py"))
+    return scripts[-1] if scripts else "none"
 
 
 def rss_mb(pid: int | str = "self") -> tuple[float, float]:

@@ -28,7 +28,8 @@ Scenarios (the table of issue 11), every-second loads measured over the middle 8
 
 ``python -m bench bench_fire_path`` (``make bench``) runs all (about 6 minutes);
 ``python -m bench.bench_fire_path burst reads`` only the scenarios whose names contain one
-of the words.
+of the words. ``CRONCTL_BENCH_TREE=/path/to/other/checkout`` runs that checkout's
+cronctl instead (the bench and APScheduler stay the same): before/after numbers.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -56,6 +58,7 @@ from bench._support import (
     postgres_database,
     print_table,
     rss_mb,
+    tree_env,
 )
 
 RUN = 14.0  # every-second loads: seconds after READY
@@ -65,7 +68,8 @@ BURST_MARGIN = 20.0  # the burst's instant: this long after the process is spawn
 IDLE_WINDOW = 5.0  # CPU time is counted in 10 ms ticks: 0.2 % resolution
 READY_TIMEOUT = 90.0
 STOP_TIMEOUT = 40.0
-TARGET = "python:bench._probe:probe"
+PROBE_MODULE = "cronctl_bench_probe"
+TARGET = f"python:{PROBE_MODULE}:probe"
 
 # --- one child process --------------------------------------------------------------
 
@@ -109,7 +113,7 @@ class Child:
                                f"{self.tail()})")
         from bench._probe import load
 
-        return load(str(self.probe))
+        return load(str(self.probe))  # (the file format is the same module's)
 
     def kill(self) -> None:
         if self.popen.poll() is None:
@@ -117,13 +121,13 @@ class Child:
             self.popen.wait()
 
 
-def _spawn(cmd: list[str], folder: Path) -> Child:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+def _spawn(cmd: list[str], folder: Path, *, aps: bool = False) -> Child:
+    # cronctl imports the probe as a top-level module copied next to its config, so that
+    # TREE's cronctl (maybe another checkout, without bench/_probe.py) can run it.
+    shutil.copy(ROOT / "bench" / "_probe.py", folder / f"{PROBE_MODULE}.py")
+    env = tree_env(folder) if not aps else tree_env(folder, ROOT)
     probe = folder / "probe.bin"
     env["CRONCTL_BENCH_PROBE_OUT"] = str(probe)
-    env.pop("CRONCTL_DATABASE_URL", None)
-    env.pop("CRONCTL_CONFIG", None)
     stderr = folder / "stderr.log"
     with open(stderr, "wb") as err:
         popen = subprocess.Popen(cmd, cwd=folder, env=env, stdin=subprocess.DEVNULL,
@@ -167,7 +171,7 @@ APS_READY = "APS READY"
 def _aps(folder: Path, spec: dict[str, Any]) -> Child:
     (folder / "spec.json").write_text(json.dumps(spec))
     code = "from bench.bench_fire_path import _aps_child; _aps_child('spec.json')"
-    return _spawn([sys.executable, "-c", code], folder)
+    return _spawn([sys.executable, "-c", code], folder, aps=True)
 
 
 def _aps_child(spec_path: str) -> None:
@@ -177,13 +181,12 @@ def _aps_child(spec_path: str) -> None:
     import threading
     from datetime import UTC, datetime
 
+    import cronctl_bench_probe as _probe  # type: ignore[import-not-found]
     from apscheduler.executors.pool import ThreadPoolExecutor  # type: ignore[import-untyped]
     from apscheduler.schedulers.background import (  # type: ignore[import-untyped]
         BackgroundScheduler,
     )
     from apscheduler.triggers.cron import CronTrigger  # type: ignore[import-untyped]
-
-    from bench import _probe
 
     spec = json.loads(Path(spec_path).read_text())
     logging.getLogger("apscheduler").setLevel(logging.ERROR)
