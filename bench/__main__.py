@@ -5,7 +5,8 @@ from __future__ import annotations
 import importlib
 import sys
 
-MODULES = ["bench_cron", "bench_validate", "bench_store", "bench_scheduler", "bench_retention"]
+MODULES = ["bench_cron", "bench_validate", "bench_store", "bench_scheduler", "bench_retention",
+           "bench_fire_path"]
 
 
 def main() -> None:

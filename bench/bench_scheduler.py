@@ -34,11 +34,20 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from bench._support import (
+    NoPostgres,
+    brief,
+    fmt,
+    percentiles,
+    postgres_database,
+    print_table,
+    rss_mb,
+)
+
 JOBS = 10_000
 WARMUP = 1.5
 WINDOW = 4.0
 IDLE_WINDOW = 4.0
-POSTGRES_DEFAULT = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 CHILD_TIMEOUT = 90.0
 
 # --- handlers (imported by name from ``python:`` targets) ------------------------------
@@ -79,16 +88,7 @@ def _fires() -> int:
 
 
 def _rss_mb() -> tuple[float, float]:
-    """(current RSS, peak RSS) in MB, from /proc."""
-    values: dict[str, float] = {}
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            key, _, rest = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                values[key] = int(rest.split()[0]) / 1024
-    except OSError:
-        return (float("nan"), float("nan"))
-    return values.get("VmRSS", float("nan")), values.get("VmHWM", float("nan"))
+    return rss_mb()
 
 
 def _rate(window: float = WINDOW) -> float:
@@ -123,11 +123,7 @@ def _burst_rate() -> dict[str, float]:
 
 
 def _percentiles(samples: list[float]) -> dict[str, float]:
-    if len(samples) < 2:
-        return {"p50_ms": float("nan"), "p99_ms": float("nan"), "samples": len(samples)}
-    qs = statistics.quantiles(samples, n=100, method="inclusive")
-    return {"p50_ms": qs[49] * 1000, "p99_ms": qs[98] * 1000, "max_ms": max(samples) * 1000,
-            "samples": len(samples)}
+    return percentiles(samples)
 
 
 # --- cronctl -------------------------------------------------------------------------
@@ -212,22 +208,11 @@ def cronctl_tracked_sqlite() -> dict[str, Any]:
 
 
 def cronctl_tracked_postgres() -> dict[str, Any]:
-    import psycopg
-
-    server = os.environ.get("CRONCTL_TEST_POSTGRES_URL") or POSTGRES_DEFAULT
-    admin = server.replace("postgresql+psycopg://", "postgresql://", 1)
-    name = f"cronctl_bench_{uuid.uuid4().hex[:10]}"
     try:
-        with psycopg.connect(admin, autocommit=True, connect_timeout=5) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
-    except psycopg.Error as exc:
-        return {"skipped": f"PostgreSQL not available: {str(exc).splitlines()[0]}"}
-    base = server.rpartition("/")[0]
-    try:
-        return cronctl_tracked(f"{base}/{name}")
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        with postgres_database() as url:
+            return cronctl_tracked(url)
+    except NoPostgres as exc:
+        return {"skipped": str(exc)}
 
 
 def cronctl_lateness() -> dict[str, Any]:
@@ -400,9 +385,7 @@ def _run(name: str) -> dict[str, Any]:
     return {"error": f"exit {proc.returncode}: {tail}"}
 
 
-def _brief(result: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-                     for k, v in result.items())
+_brief = brief
 
 
 def _best(name: str, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
@@ -415,10 +398,7 @@ def _best(name: str, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return a if a.get("burst_fires_per_s", 0) >= b.get("burst_fires_per_s", 0) else b
 
 
-def _fmt(value: Any, unit: str = "", digits: int = 0) -> str:
-    if not isinstance(value, int | float):
-        return "-"
-    return f"{value:,.{digits}f}{unit}"
+_fmt = fmt
 
 
 def _selected(words: list[str]) -> list[str]:
@@ -502,10 +482,7 @@ def main(words: list[str] | None = None) -> None:
     headers = ("metric", "cronctl", "APScheduler 3", "ratio", "target", "")
     print("\nratio: cronctl / APScheduler (higher is better for fires/s, lower for "
           "lateness), or cronctl / target")
-    table = [headers, *rows]
-    widths = [max(len(line[i]) for line in table) for i in range(len(headers))]
-    for line in table:
-        print("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip())
+    print_table(headers, rows)
     for name, result in r.items():
         if "error" in result or "skipped" in result:
             print(f"note: {name}: {result.get('error') or result.get('skipped')}")

@@ -62,12 +62,12 @@ def _gap_answer(job: JobDefinition, wall: datetime) -> tuple[datetime | None, bo
 
 def decide(job: JobDefinition, at_text: str, store: Store | None, now: datetime
            ) -> tuple[Verdict, list[Any]]:
+    from cronctl.core import needs_store as is_tracked  # = runtime.firing.is_tracked
     from cronctl.core.timing import schedule_for
     from cronctl.core.why import explain, explain_disabled, explain_gap, in_dst_gap
     from cronctl.core.why import planned_at_or_before as nearest
     from cronctl.cron import load_zone
     from cronctl.ids import occurrence_id
-    from cronctl.runtime.firing import is_tracked
 
     at, wall = _instant(job, at_text, now)
     if not job.enabled:

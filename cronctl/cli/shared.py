@@ -194,7 +194,7 @@ def execution_json(record: ExecutionRecord) -> dict[str, Any]:
 
 def escape_for_terminal(text: str) -> str:
     """Control characters escaped, except newlines and tabs (tracebacks stay readable)."""
-    from cronctl.dispatch.logbuffer import escape_control
+    from cronctl.escaping import escape_control
 
     return "\n".join(escape_control(line).replace("\\t", "\t") for line in text.split("\n"))
 

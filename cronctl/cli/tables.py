@@ -92,7 +92,7 @@ class Layout:
 def one_line(text: str) -> str:
     """Control characters (newlines too) written as ``\\n``, ``\\x1b``, ...: a cell never
     breaks its row nor moves the cursor."""
-    from cronctl.dispatch.logbuffer import escape_control
+    from cronctl.escaping import escape_control
 
     return escape_control(text)
 

@@ -29,6 +29,8 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from cronctl.escaping import escape_control
+
 log = logging.getLogger("cronctl.dispatch")
 job_log = logging.getLogger("cronctl.job")
 
@@ -37,16 +39,6 @@ MAX_LINES_PER_EXECUTION = 10_000  # SPEC section 7: [retention] max_log_lines
 TRUNCATION_LINE = ("[cronctl] {count} more log lines were discarded: this execution reached "
                    "its limit (max_log_lines = {limit}, or 1 MiB of command output)")
 MAX_MESSAGE_CHARS = 64 * 1024
-
-_ESCAPES = {i: f"\\x{i:02x}" for i in [*range(0x20), 0x7F, *range(0x80, 0xA0)]}
-_ESCAPES.update({ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"})
-
-
-def escape_control(text: str) -> str:
-    """``text`` with control characters (C0, DEL, C1) written as ``\\n``, ``\\x1b``, ...:
-    one log line stays one line and cannot move a terminal's cursor."""
-    return text.translate(_ESCAPES)
-
 
 def _level_name(level: int) -> str:
     name = logging.getLevelName(level)

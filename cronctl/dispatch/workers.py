@@ -34,22 +34,24 @@ class WorkerPool:
         self._queue: queue.SimpleQueue[Task | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
-        self._idle = 0
+        self._idle = 0  # threads waiting for a task
+        self._waiting = 0  # tasks submitted and not taken by a thread yet
         self._closed = False
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> None:
         if self._closed:
             raise RuntimeError("the worker pool is shut down")
+        # A thread is started when more tasks wait than threads are idle. (Testing only
+        # "no thread idle" missed the tasks queued while a thread was idle but had not
+        # taken the first of them yet: a burst then ran on fewer threads than allowed.)
+        with self._lock:
+            self._waiting += 1
+            if self._waiting > self._idle and len(self._threads) < self.max_workers:
+                thread = threading.Thread(target=self._work, daemon=True,
+                                          name=f"{self._name}-{len(self._threads)}")
+                self._threads.append(thread)
+                thread.start()
         self._queue.put((fn, args))
-        # Racy read on purpose: a wrong guess only starts a thread a little early/late;
-        # the locked re-check below keeps the bound exact.
-        if self._idle == 0 and len(self._threads) < self.max_workers:
-            with self._lock:
-                if self._idle == 0 and len(self._threads) < self.max_workers:
-                    thread = threading.Thread(target=self._work, daemon=True,
-                                              name=f"{self._name}-{len(self._threads)}")
-                    self._threads.append(thread)
-                    thread.start()
 
     def _work(self) -> None:
         get = self._queue.get
@@ -60,6 +62,8 @@ class WorkerPool:
             task = get()
             with lock:
                 self._idle -= 1
+                if task is not None:
+                    self._waiting -= 1
             if task is None:
                 self._queue.put(None)  # wake the next worker too
                 return

@@ -18,8 +18,6 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy.dialects import postgresql as pg_dialect
-from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import Connection, Engine
 
 from cronctl.jobs.model import ExecutionStatus
@@ -61,8 +59,17 @@ class SqlConnection:
         self._writer = writer(engine)
         self.kind = kind_of(url)
         self.display_url = redact(url)
-        dialect = pg_dialect if engine.dialect.name == "postgresql" else sqlite_dialect
-        self._insert: Callable[..., Any] = dialect.insert
+        # Only the engine's own dialect: importing the PostgreSQL one (with its asyncpg
+        # and psycopg modules) costs a SQLite read command ~20 ms of start-up.
+        self._insert: Callable[..., Any]
+        if engine.dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+            self._insert = pg_insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+            self._insert = sqlite_insert
         self._raw = RawSql(engine)
         self._write_lock: AbstractContextManager[Any] = (
             threading.RLock() if engine.dialect.name == "sqlite" else nullcontext())

@@ -95,11 +95,22 @@ class Executions(SqlConnection):
         until: datetime | None = None,
         limit: int | None = 50,
     ) -> list[ExecutionRecord]:
+        wanted = (None if status is None
+                  else list(dict.fromkeys(s.value for s in statuses(status))))
+        if wanted is not None and len(wanted) > 1 and limit is not None:
+            # One indexed query per status, merged here: for several statuses an index
+            # ends in the order of none of them, and SQLite then walks the whole table
+            # in (scheduled_at, id) order when few rows match (1M rows: 0.2 s).
+            found = [r for one in wanted for r in self.list_executions(
+                job_id=job_id, status=ExecutionStatus(one), since=since, until=until,
+                limit=limit)]
+            found.sort(key=lambda r: (r.scheduled_at, r.id), reverse=True)
+            return found[:limit]
         q = sa.select(job_executions)
         if job_id is not None:
             q = q.where(X.job_id == job_id)
-        if status is not None:
-            q = q.where(X.status.in_([s.value for s in statuses(status)]))
+        if wanted is not None:
+            q = q.where(X.status.in_(wanted))
         if since is not None:
             q = q.where(X.scheduled_at >= require_aware(since, "since"))
         if until is not None:
@@ -146,9 +157,12 @@ class Executions(SqlConnection):
             q = q.where(X.node_id.in_(list(node_ids)))
         if job_ids is not None:
             q = q.where(X.job_id.in_(list(job_ids)))
-        q = q.order_by(X.scheduled_at, X.id)
+        # Sorted here, not by the database: live rows are few, and an ORDER BY made
+        # SQLite walk the (scheduled_at, id) index over the whole table instead of
+        # reading them through (status, scheduled_at, id) (1M rows: 0.2 s).
         with self._read() as conn:
-            return [execution_row(r) for r in conn.execute(q)]
+            rows = [execution_row(r) for r in conn.execute(q)]
+        return sorted(rows, key=lambda r: (r.scheduled_at, r.id))
 
     def record_process(self, execution_id: int, pgid: int, process_start: str | None) -> None:
         with self._write() as conn:

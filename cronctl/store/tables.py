@@ -106,9 +106,13 @@ job_executions = sa.Table(
     sa.Column("process_start", sa.String(PROCESS_IDENT_LEN), nullable=True),
     # The election: a second row for the same occurrence, scope and attempt is impossible.
     sa.UniqueConstraint("job_id", "occurrence_id", "scope", "attempt"),
-    sa.Index("ix_job_executions_job_id_scheduled_at", "job_id", "scheduled_at"),
-    sa.Index("ix_job_executions_scheduled_at", "scheduled_at"),
-    sa.Index("ix_job_executions_status_node_id", "status", "node_id"),
+    # One index per filter of the read commands (job, status, planned time), each ending
+    # with their order (scheduled_at, id): see migration 0006.
+    sa.Index("ix_job_executions_job_id_scheduled_at_id", "job_id", "scheduled_at", "id"),
+    sa.Index("ix_job_executions_job_id_status_scheduled_at_id", "job_id", "status",
+             "scheduled_at", "id"),
+    sa.Index("ix_job_executions_scheduled_at_id", "scheduled_at", "id"),
+    sa.Index("ix_job_executions_status_scheduled_at_id", "status", "scheduled_at", "id"),
 )
 
 job_logs = sa.Table(
@@ -190,8 +194,8 @@ skip_records = sa.Table(
     sa.Column("created_at", UtcDateTime(), nullable=False),
     sa.Column("detail", sa.Text(), nullable=True),
     sa.UniqueConstraint("job_id", "scope", "first_at"),
-    sa.Index("ix_skip_records_job_id_last_at", "job_id", "last_at"),
-    sa.Index("ix_skip_records_last_at", "last_at"),
+    sa.Index("ix_skip_records_job_id_last_at_id", "job_id", "last_at", "id"),
+    sa.Index("ix_skip_records_last_at_id", "last_at", "id"),
 )
 
 # Per-node cursors of every_instance jobs: each node fires such a job on its own, so

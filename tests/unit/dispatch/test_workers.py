@@ -64,3 +64,29 @@ def test_cancel_flag_behaves_like_an_event() -> None:
     assert flag.is_set()
     flag.clear()
     assert not flag.is_set()
+
+
+def test_tasks_queued_while_a_thread_is_idle_get_threads_of_their_own() -> None:
+    # The regression: one thread idle, three tasks submitted before it took the first:
+    # they saw "a thread is idle" and started none, so one thread ran them one by one.
+    pool = WorkerPool(3)
+    pool.submit(lambda: None)
+    deadline = time.monotonic() + 5
+    while pool._idle != 1 and time.monotonic() < deadline:  # the first thread waits
+        time.sleep(0.001)
+    release = threading.Event()
+    running, changed = [0], threading.Condition()
+
+    def task() -> None:
+        with changed:
+            running[0] += 1
+            changed.notify_all()
+        release.wait(5)
+
+    for _ in range(3):
+        pool.submit(task)
+    with changed:
+        assert changed.wait_for(lambda: running[0] == 3, timeout=5), running
+    release.set()
+    pool.shutdown(wait=True)
+    assert pool.threads == 3

@@ -1,0 +1,72 @@
+"""The read commands start fast: on a SQLite database they load neither the dispatchers
+(asyncio, subprocess handling) nor the PostgreSQL dialect, alembic or psycopg.
+
+Each runs in a fresh interpreter (``cronctl.cli.app.main``, as the console script does)
+and reports the modules it imported."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from cronctl.jobs.model import ExecutionStatus, Origin
+from cronctl.store import open_store
+
+UNNEEDED = ("cronctl.dispatch", "cronctl.runtime", "sqlalchemy.dialects.postgresql",
+            "alembic", "psycopg")
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> tuple[Path, int]:
+    (tmp_path / "jobs.d").mkdir()
+    (tmp_path / "jobs.d" / "jobs.toml").write_text(
+        '[jobs.backup]\ncron = "0 0 3 * * *"\ncommand = ["true"]\n')
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    (tmp_path / "cronctl.toml").write_text(f'[scheduler]\ndatabase = "{url}"\n')
+    store = open_store(url, node_id="n1")
+    try:
+        at = datetime(2026, 3, 8, 3, 0, tzinfo=UTC)
+        eid = store.try_insert_execution(
+            job_id="backup", occurrence_id="o1", scheduled_at=at, attempt=1,
+            origin=Origin.CRON, node_id="n1", scope_node="n1", now=at)
+        assert eid is not None
+        store.transition(eid, ExecutionStatus.PENDING, ExecutionStatus.SUCCEEDED)
+        store.append_logs([(eid, at, "INFO", "done")])
+    finally:
+        store.close()
+    return tmp_path, eid
+
+
+def _imported(folder: Path, args: list[str]) -> list[str]:
+    script = textwrap.dedent(f"""
+        import json, sys
+        from cronctl.cli.app import main
+        try:
+            main({args!r})
+        except SystemExit as exc:
+            assert not exc.code, exc.code
+        print(json.dumps(sorted(sys.modules)), file=sys.stderr)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], cwd=folder, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    modules: list[str] = json.loads(done.stderr.strip().splitlines()[-1])
+    return modules
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["history", "logs", "status", "why"])
+def test_read_commands_load_only_what_they_use(state: tuple[Path, int], command: str) -> None:
+    folder, eid = state
+    args = {"history": ["history", "--status", "succeeded,failed"], "logs": ["logs", str(eid)],
+            "status": ["status"], "why": ["why", "backup", "2026-03-08T03:00:00Z"]}[command]
+    modules = _imported(folder, ["-c", "cronctl.toml", *args])
+    assert "sqlalchemy" in modules  # the store was read
+    unneeded = [m for m in modules if m.startswith(UNNEEDED)]
+    assert not unneeded, unneeded
