@@ -79,8 +79,17 @@ def _globals(
     )
 
 
+_registered = False
+
+
 def _register_commands() -> None:
-    # Each module adds its commands; the import list is the command list.
+    # Each module adds its commands; the import list is the command list. Once per
+    # process: main() called again in-process (tests, fuzzing) would otherwise register
+    # every command again, and each later call would build a growing command list.
+    global _registered
+    if _registered:
+        return
+    _registered = True
     from cronctl.cli import (
         cmd_cancel,
         cmd_db,
