@@ -77,15 +77,23 @@ class Interval:
         words = [f"{n} {_WORDS[u]}{'s' if n != 1 else ''}" for n, u in parts]
         return "Every " + " ".join(words)
 
-    def next_after(self, t: datetime) -> datetime:
-        """The first ``anchor + k * every`` strictly after ``t`` (an aware datetime)."""
+    def next_after(self, t: datetime) -> datetime | None:
+        """The first ``anchor + k * every`` strictly after ``t`` (an aware datetime), or
+        ``None`` when that lies past the last instant a datetime holds (year 9999)."""
         k = (t - self.anchor) // self.every
-        return self.anchor + (k + 1) * self.every
+        try:
+            return self.anchor + (k + 1) * self.every
+        except OverflowError:
+            # Not a user error: the schedule simply has no representable fire after t,
+            # which callers already handle as "never fires again" (a cron expression near
+            # year 9999 answers None the same way). Raising here turned `next '@every 1s'
+            # --from 9999-12-31T23:59:59Z` into a traceback.
+            return None
 
     def between(self, a: datetime, b: datetime, limit: int = 100) -> list[datetime]:
         out: list[datetime] = []
         fire = self.next_after(a)
-        while len(out) < limit and fire <= b:
+        while fire is not None and len(out) < limit and fire <= b:
             out.append(fire)
-            fire += self.every
+            fire = self.next_after(fire)
         return out

@@ -200,7 +200,8 @@ class Schedule:
         ``None`` when there is none within 4 years."""
         if self.interval is not None:
             _epoch(t, "next_after(t)")
-            return self.interval.next_after(t).astimezone(UTC)
+            fire = self.interval.next_after(t)
+            return None if fire is None else fire.astimezone(UTC)
         u0 = _epoch(t, "next_after(t)") + 1
         found = self._next_epoch(u0, u0 - 1 + _HORIZON_SECONDS)
         return None if found is None else _instant(found)

@@ -254,3 +254,15 @@ class TestIntervals:
         sched = Schedule("@every 1s")
         assert len(sched.between(z("2026-01-01T00:00"), z("2026-01-02T00:00"), limit=5)) == 5
         assert sched.between(z("2026-01-01T00:00"), z("2026-01-02T00:00"), limit=0) == []
+
+    def test_far_future_stops_cleanly(self) -> None:
+        # Found by fuzzing `next '@every 1s' --from 9999-12-31T23:59:59Z`: the next fire
+        # would lie past datetime.max; like a cron expression, the answer is "none".
+        end = datetime.max.replace(tzinfo=UTC)
+        assert Schedule("@every 1s").next_after(end) is None
+        assert Schedule("@every 36500d").next_after(datetime(9964, 9, 9, tzinfo=UTC)) is None
+        assert Schedule("@every 1s").between(end - timedelta(seconds=1), end) == [
+            datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
+        ]
+        last = list(Schedule("@every 1d").iter_after(datetime(9999, 12, 29, tzinfo=UTC)))
+        assert last == [datetime(9999, 12, 30, tzinfo=UTC), datetime(9999, 12, 31, tzinfo=UTC)]
