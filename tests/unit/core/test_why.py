@@ -61,7 +61,7 @@ def test_nearest_planned_instant_at_the_start_of_time() -> None:
     start = datetime.min.replace(tzinfo=UTC)
     assert planned_at_or_before(schedule_for(job(cron="0 30 1 * * *")), start) is None
     assert planned_at_or_before(schedule_for(job(every=60)), start) is None
-    two_past = datetime(1, 1, 1, 0, 2, tzinfo=UTC)
+    two_past = datetime(2, 1, 1, 0, 2, tzinfo=UTC)
     assert planned_at_or_before(schedule_for(job(every=60)), two_past) == two_past
 
 
