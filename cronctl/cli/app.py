@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 import typer.core
@@ -169,18 +169,24 @@ def main(argv: list[str] | None = None) -> None:
     try:
         code = command.main(args=argv, standalone_mode=False)
     except CronctlError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        raise SystemExit(exc.exit_code) from None
+        _fail(str(exc), exc.exit_code)
     except errors.UsageError as exc:
-        print(f"error: {_usage_message(exc, errors)}", file=sys.stderr)
-        raise SystemExit(exc.exit_code) from None
+        _fail(_usage_message(exc, errors), exc.exit_code)
     except errors.ClickException as exc:
-        print(f"error: {' '.join(exc.format_message().split())}", file=sys.stderr)
-        raise SystemExit(exc.exit_code) from None
+        _fail(" ".join(exc.format_message().split()), exc.exit_code)
     except typer.Abort:
         print("error: aborted", file=sys.stderr)
         raise SystemExit(1) from None
     raise SystemExit(code if isinstance(code, int) else 0)
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    """The one ``error:`` line, with what the user typed escaped where it could break the
+    line or the terminal (control characters, surrogates from non-UTF-8 argv bytes)."""
+    from cronctl.jobs.violation import printable
+
+    print(f"error: {printable(message)}", file=sys.stderr)
+    raise SystemExit(code) from None
 
 
 def _click_errors() -> Any:
