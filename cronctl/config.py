@@ -115,12 +115,23 @@ def find_config_file(explicit: Path | None) -> Path | None:
             if candidate.is_file():
                 return candidate.absolute()
         return None
-    if named.is_dir():
+    try:
+        is_dir, is_file = named.is_dir(), named.is_file()
+    except OSError as exc:  # ENAMETOOLONG, EACCES...: found by fuzzing -c
+        raise ConfigError(f"config file {_shown_path(named)} (from {origin}) cannot be "
+                          f"read: {exc.strerror or exc}") from None
+    if is_dir:
         raise ConfigError(f"config file {str(named)!r} (from {origin}) is a directory; name "
                           f"the file, e.g. {str(named / 'cronctl.toml')!r}")
-    if not named.is_file():
-        raise ConfigError(f"config file {str(named)!r} (from {origin}) does not exist")
+    if not is_file:
+        raise ConfigError(f"config file {_shown_path(named)} (from {origin}) does not exist")
     return named.absolute()
+
+
+def _shown_path(path: Path) -> str:
+    """A path for a message: quoted, and cut short when it is very long."""
+    text = str(path)
+    return repr(text) if len(text) <= 200 else repr(text[:200]) + "..."
 
 
 def read_config(options: GlobalOptions) -> ConfigResult:

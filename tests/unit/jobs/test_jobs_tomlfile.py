@@ -105,3 +105,23 @@ def test_database_option_no_file_system_accepts(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setenv("CRONCTL_DATABASE_URL", "~nosuchuser_cronctl/x.db")
     with pytest.raises(ConfigError, match=r"^\$CRONCTL_DATABASE_URL: .*cannot expand"):
         read_config(GlobalOptions())
+
+
+def test_config_name_too_long_is_one_error(tmp_path: Path) -> None:
+    from cronctl.config import find_config_file
+    from cronctl.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"cannot be read: File name too long"):
+        find_config_file(tmp_path / ("a" * 300))  # is_dir() raised ENAMETOOLONG
+
+
+def test_violations_are_printed_on_one_safe_line() -> None:
+    # A jobs_dir "a\rb", a job id with \x1c, an ESC in a cron field: str.splitlines breaks
+    # at \r and \x1c, and ESC sequences drive terminals; surrogates (non-UTF-8 argv bytes)
+    # cannot be printed at all.
+    violation = Violation("jobs.d/a\rb", "x\x1cy", None, "minute field: \x1b[31m\udcff bad")
+    text = str(violation)
+    assert text.splitlines() == [text]
+    assert "\x1b" not in text and "\\x1b[31m" in text
+    assert "\\udcff" in text and text.encode("utf-8")
+    assert "\\u2028" in str(Violation("a\u2028b", None, None, "m"))
