@@ -117,8 +117,8 @@ def test_config_name_too_long_is_one_error(tmp_path: Path) -> None:
 
 def test_violations_are_printed_on_one_safe_line() -> None:
     # A jobs_dir "a\rb", a job id with \x1c, an ESC in a cron field: str.splitlines breaks
-    # at \r and \x1c, and ESC sequences drive terminals; surrogates (non-UTF-8 argv bytes)
-    # cannot be printed at all.
+    # at \r and \x1c, and ESC sequences drive terminals; surrogates (non-UTF-8 argv or
+    # file-name bytes) are written as escapes too, whatever the stream's error handler.
     violation = Violation("jobs.d/a\rb", "x\x1cy", None, "minute field: \x1b[31m\udcff bad")
     text = str(violation)
     assert text.splitlines() == [text]
