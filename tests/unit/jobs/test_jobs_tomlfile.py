@@ -125,3 +125,18 @@ def test_violations_are_printed_on_one_safe_line() -> None:
     assert "\x1b" not in text and "\\x1b[31m" in text
     assert "\\udcff" in text and text.encode("utf-8")
     assert "\\u2028" in str(Violation("a\u2028b", None, None, "m"))
+
+
+def test_an_unsupported_database_scheme_is_said_when_the_config_is_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `cronctl list --database mysql://` raised ValueError from deep in the store.
+    from cronctl.errors import UsageError
+
+    monkeypatch.delenv("CRONCTL_DATABASE_URL", raising=False)
+    config = tmp_path / "cronctl.toml"
+    config.write_text('[scheduler]\ndatabase = "mysql://u:pw@h/x"\n', encoding="utf-8")
+    (violation,) = read_config(GlobalOptions(config=config)).violations
+    assert violation.key == "scheduler.database"
+    assert violation.message.startswith("unsupported database URL 'mysql://u:***@h/x'")
+    with pytest.raises(UsageError, match="^--database: unsupported database URL"):
+        read_config(GlobalOptions(database="foo://x"))
