@@ -4,6 +4,7 @@ command bodies so that ``next``, ``validate`` and ``list`` start fast."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -162,6 +163,7 @@ def _add_global_options(command: Any) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the app, turning user errors into one line and an exit code."""
+    _tolerant_output()
     errors = _click_errors()
     _register_commands()
     command = typer.main.get_command(app)
@@ -178,6 +180,21 @@ def main(argv: list[str] | None = None) -> None:
         print("error: aborted", file=sys.stderr)
         raise SystemExit(1) from None
     raise SystemExit(code if isinstance(code, int) else 0)
+
+
+def _tolerant_output() -> None:
+    """Text that is not valid Unicode (file names and arguments whose bytes are not UTF-8
+    reach Python as lone surrogates) is written as ``\\udcff`` instead of failing.
+
+    Found by fuzzing: in a UTF-8 locale stdout is strict, so ``cronctl --database
+    $'sqlite:///\\xff' status`` died with UnicodeEncodeError while printing. Streams
+    that already cope (``surrogateescape`` under the C locale) are left as they are.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if getattr(stream, "errors", None) == "strict" and reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):  # a stream that cannot change
+                reconfigure(errors="backslashreplace")
 
 
 def _fail(message: str, code: int) -> NoReturn:

@@ -16,7 +16,10 @@ ONE_JOB = b'[jobs.a]\ncron = "0 * * * * *"\ncommand = ["true"]\n'
 
 def _run(args: list[bytes], cwd: Path) -> subprocess.CompletedProcess[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CRONCTL_")}
-    env.update({"NO_COLOR": "1", "COLUMNS": "200", "LC_ALL": "C.UTF-8"})
+    # Strict UTF-8 output, as Python has it in en_US.UTF-8 and most UTF-8 locales (under
+    # C.UTF-8 it uses surrogateescape, which hides surrogate problems).
+    env.update({"NO_COLOR": "1", "COLUMNS": "200", "LC_ALL": "C.UTF-8",
+                "PYTHONIOENCODING": "utf-8:strict"})
     return subprocess.run([sys.executable.encode(), b"-m", b"cronctl", *args], cwd=cwd,
                           env=env, capture_output=True, timeout=60, check=False,
                           stdin=subprocess.DEVNULL)
@@ -27,6 +30,9 @@ def _run(args: list[bytes], cwd: Path) -> subprocess.CompletedProcess[bytes]:
     ({}, [b"next", b"\xff * * * *"], (2,)),
     ({}, [b"next", b"0 0 * * *", b"--tz", b"\xfe\xff"], (2,)),
     ({}, [b"next", b"\x1b[31m * * * *"], (2,)),
+    ({}, [b"--database", b"sqlite:///\xff", b"status"], (0,)),
+    ({"jobs.d/\udcff.toml": b"garbage =\n"}, [b"validate"], (1,)),  # a file name byte 0xff
+    ({"jobs.d/\udcff.toml": b"garbage =\n"}, [b"list"], (1,)),
     # times and counts at the edges
     ({}, [b"next", b"@every 1s", b"--from", b"9999-12-31T23:59:59Z"], (0, 2)),
     ({"jobs.d/a.toml": ONE_JOB}, [b"why", b"a", b"0001-01-01T00:00:00"], (0, 1, 3)),
