@@ -13,18 +13,18 @@ import ipaddress
 import os
 import re
 import socket
-import tomllib
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cronctl.durations import DurationError, parse_duration
-from cronctl.errors import ConfigError
+from cronctl.errors import ConfigError, UsageError
 from cronctl.jobs.notify import NotifySpec, read_notify
 from cronctl.jobs.settings import JobSettings
+from cronctl.jobs.tomlfile import read_toml
 from cronctl.jobs.violation import Violation, did_you_mean, display_path, one_line
-from cronctl.store.urls import redact
+from cronctl.store.urls import kind_of, redact
 
 if TYPE_CHECKING:
     from cronctl.options import GlobalOptions
@@ -142,18 +142,31 @@ def find_config_file(explicit: Path | None) -> Path | None:
             if candidate.is_file():
                 return candidate.absolute()
         return None
-    if named.is_dir():
+    try:
+        is_dir, is_file = named.is_dir(), named.is_file()
+    except OSError as exc:  # ENAMETOOLONG, EACCES...: found by fuzzing -c
+        raise ConfigError(f"config file {_shown_path(named)} (from {origin}) cannot be "
+                          f"read: {exc.strerror or exc}") from None
+    if is_dir:
         raise ConfigError(f"config file {str(named)!r} (from {origin}) is a directory; name "
                           f"the file, e.g. {str(named / 'cronctl.toml')!r}")
-    if not named.is_file():
-        raise ConfigError(f"config file {str(named)!r} (from {origin}) does not exist")
+    if not is_file:
+        raise ConfigError(f"config file {_shown_path(named)} (from {origin}) does not exist")
     return named.absolute()
+
+
+def _shown_path(path: Path) -> str:
+    """A path for a message: quoted, and cut short when it is very long."""
+    text = str(path)
+    return repr(text) if len(text) <= 200 else repr(text[:200]) + "..."
 
 
 def read_config(options: GlobalOptions) -> ConfigResult:
     """Resolve the configuration, collecting every problem of the file as a violation.
 
-    Raises :class:`ConfigError` only when an explicitly named file does not exist."""
+    Raises :class:`ConfigError` only when an explicitly named file does not exist or
+    ``$CRONCTL_DATABASE_URL`` can be no database, :class:`UsageError` for such a
+    ``--database``."""
     path = find_config_file(options.config)
     base_dir = path.parent if path is not None else Path.cwd()
     values: dict[str, Any] = {}
@@ -183,9 +196,15 @@ def read_config(options: GlobalOptions) -> ConfigResult:
     config = replace(config, **changes)
     env_db = os.environ.get("CRONCTL_DATABASE_URL")
     if env_db:
-        config = replace(config, database=normalize_database(env_db, Path.cwd()))
+        try:
+            config = replace(config, database=normalize_database(env_db, Path.cwd()))
+        except ValueError as exc:
+            raise ConfigError(f"$CRONCTL_DATABASE_URL: {exc}") from None
     if options.database:
-        config = replace(config, database=normalize_database(options.database, Path.cwd()))
+        try:
+            config = replace(config, database=normalize_database(options.database, Path.cwd()))
+        except ValueError as exc:
+            raise UsageError(f"--database: {exc}") from None
     if options.jobs_dir is not None:
         config = replace(config, jobs_dir=options.jobs_dir.absolute(), jobs_dir_required=True)
     return ConfigResult(config=config, violations=tuple(violations))
@@ -202,12 +221,19 @@ def load_config(options: GlobalOptions) -> Config:
 
 def normalize_database(value: str, base: Path) -> str:
     """A URL as given, ``"none"``, or a plain SQLite path made into ``sqlite:///abs``.
-    Relative ``sqlite:///rel`` URLs are made absolute against ``base`` too."""
+    Relative ``sqlite:///rel`` URLs are made absolute against ``base`` too. ``ValueError``
+    for a value that can be no database (a NUL, an unknown ``~user``, a scheme that is
+    neither SQLite nor PostgreSQL)."""
     text = value.strip()
     if text.lower() == MEMORY:
         return MEMORY
+    if "\x00" in text:
+        raise ValueError(f"{text!r} contains a NUL character")
     if "://" not in text:
-        return f"sqlite:///{(base / Path(text).expanduser()).resolve()}"
+        return f"sqlite:///{user_path(text, base).resolve()}"
+    # An unsupported scheme is the file's (or option's) problem, said when it is read:
+    # found by fuzzing, `list --database mysql://` raised it from deep in the store.
+    kind_of(text)
     if text.startswith("sqlite:///") and not text.startswith("sqlite:////"):
         rest = text[len("sqlite:///"):]
         if rest and not rest.startswith(":memory:") and not rest.startswith("file:"):
@@ -232,17 +258,10 @@ def _default_database() -> str:
 def _read_file(path: Path) -> tuple[dict[str, Any], list[Violation], dict[str, Any]]:
     """The ``[scheduler]`` keys, the violations, and the other known sections (raw)."""
     shown = display_path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        return {}, [Violation(shown, None, None, f"cannot read: {exc.strerror or exc}")], {}
-    except UnicodeDecodeError as exc:
-        return {}, [Violation(shown, None, None,
-                              f"not UTF-8 text: {exc.reason} at byte {exc.start}")], {}
-    except tomllib.TOMLDecodeError as exc:
-        line = re.search(r"line (\d+)", str(exc))
-        where = f"{shown}:{line.group(1)}" if line else shown
-        return {}, [Violation(where, None, None, f"malformed TOML: {one_line(str(exc))}")], {}
+    read = read_toml(path)
+    if isinstance(read, Violation):
+        return {}, [read], {}
+    data = read.data
     violations: list[Violation] = []
     for key in data:
         if key not in SECTIONS:
@@ -381,8 +400,9 @@ def _key_lines(path: Path, table: str = "scheduler") -> dict[str, int]:
     lines: dict[str, int] = {}
     try:
         text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+    except (OSError, UnicodeDecodeError, ValueError):
         return lines
+    text = text.removeprefix("\ufeff")  # read_toml accepts a UTF-8 BOM
     section = ""
     for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
@@ -401,7 +421,7 @@ def _convert(key: str, value: Any, base_dir: Path) -> Any:
     if key == "database":
         return normalize_database(_string(value), base_dir)
     if key == "jobs_dir":
-        return (base_dir / Path(_string(value)).expanduser()).absolute()
+        return user_path(_string(value), base_dir)
     if key == "node_id":
         return _string(value)
     if key in _BOOL_KEYS:
@@ -418,13 +438,29 @@ def _convert(key: str, value: Any, base_dir: Path) -> Any:
         if not isinstance(value, list) or not all(isinstance(v, str) and v.strip()
                                                   for v in value):
             raise ValueError("must be a list of directories, e.g. [\"lib\"]")
-        return tuple((base_dir / Path(v).expanduser()).absolute() for v in value)
+        return tuple(user_path(v, base_dir) for v in value)
     if key in _DURATION_KEYS:
         try:
             return parse_duration(value, allow_zero=key in ("clock_skew_limit", "shutdown_timeout"))
         except DurationError as exc:
             raise ValueError(str(exc)) from None
     raise AssertionError(key)  # pragma: no cover - SCHEDULER_KEYS and this list agree
+
+
+def user_path(text: str, base_dir: Path) -> Path:
+    """A path as written in the file or on the command line: ``~`` and ``~user``
+    expanded, relative to ``base_dir``. ``ValueError`` (one line) for what no file system
+    accepts, found by fuzzing: a NUL character (``"a\\u0000b"``), and a ``~user`` whose
+    home cannot be found (pathlib raised RuntimeError)."""
+    if "\x00" in text:
+        raise ValueError(f"{text!r} contains a NUL character")
+    try:
+        expanded = Path(text).expanduser()
+    except RuntimeError:
+        head = text.split("/", 1)[0]
+        raise ValueError(f"{text!r}: cannot expand {head!r} (no such user, or no home "
+                         "directory)") from None
+    return (base_dir / expanded).absolute()
 
 
 def _string(value: Any) -> str:

@@ -4,10 +4,11 @@ command bodies so that ``next``, ``validate`` and ``list`` start fast."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 import typer.core
@@ -79,8 +80,17 @@ def _globals(
     )
 
 
+_registered = False
+
+
 def _register_commands() -> None:
-    # Each module adds its commands; the import list is the command list.
+    # Each module adds its commands; the import list is the command list. Once per
+    # process: main() called again in-process (tests, fuzzing) would otherwise register
+    # every command again, and each later call would build a growing command list.
+    global _registered
+    if _registered:
+        return
+    _registered = True
     from cronctl.cli import (
         cmd_cancel,
         cmd_db,
@@ -154,6 +164,7 @@ def _add_global_options(command: Any) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the app, turning user errors into one line and an exit code."""
+    _tolerant_output()
     errors = _click_errors()
     _register_commands()
     command = typer.main.get_command(app)
@@ -161,18 +172,39 @@ def main(argv: list[str] | None = None) -> None:
     try:
         code = command.main(args=argv, standalone_mode=False)
     except CronctlError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        raise SystemExit(exc.exit_code) from None
+        _fail(str(exc), exc.exit_code)
     except errors.UsageError as exc:
-        print(f"error: {_usage_message(exc, errors)}", file=sys.stderr)
-        raise SystemExit(exc.exit_code) from None
+        _fail(_usage_message(exc, errors), exc.exit_code)
     except errors.ClickException as exc:
-        print(f"error: {' '.join(exc.format_message().split())}", file=sys.stderr)
-        raise SystemExit(exc.exit_code) from None
+        _fail(" ".join(exc.format_message().split()), exc.exit_code)
     except typer.Abort:
         print("error: aborted", file=sys.stderr)
         raise SystemExit(1) from None
     raise SystemExit(code if isinstance(code, int) else 0)
+
+
+def _tolerant_output() -> None:
+    """Text that is not valid Unicode (file names and arguments whose bytes are not UTF-8
+    reach Python as lone surrogates) is written as ``\\udcff`` instead of failing.
+
+    Found by fuzzing: in a UTF-8 locale stdout is strict, so ``cronctl --database
+    $'sqlite:///\\xff' status`` died with UnicodeEncodeError while printing. Streams
+    that already cope (``surrogateescape`` under the C locale) are left as they are.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if getattr(stream, "errors", None) == "strict" and reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):  # a stream that cannot change
+                reconfigure(errors="backslashreplace")
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    """The one ``error:`` line, with what the user typed escaped where it could break the
+    line or the terminal (control characters, surrogates from non-UTF-8 argv bytes)."""
+    from cronctl.jobs.violation import printable
+
+    print(f"error: {printable(message)}", file=sys.stderr)
+    raise SystemExit(code) from None
 
 
 def _click_errors() -> Any:

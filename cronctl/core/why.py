@@ -65,14 +65,25 @@ class Verdict:
 
 def planned_at_or_before(schedule: ScheduleLike, at: datetime) -> datetime | None:
     """The job's planned instant at ``at`` or the nearest one before it (4 years back)."""
-    exact = schedule.next_after(at - timedelta(microseconds=1))
+    exact = schedule.next_after(_before(at, timedelta(microseconds=1)))
     if exact == at:
         return at
     for window in _WINDOWS:
-        fires = schedule.between(at - window, at, limit=1_000_000)
+        fires = schedule.between(_before(at, window), at, limit=1_000_000)
         if fires:
             return fires[-1]
     return None
+
+
+_EARLIEST = datetime.min.replace(tzinfo=UTC)
+
+
+def _before(at: datetime, window: timedelta) -> datetime:
+    """``at - window``, or the earliest datetime when that is before year 1: `why JOB
+    0001-01-01` must look back as far as there is, not overflow (found by fuzzing)."""
+    if at - _EARLIEST <= window:
+        return _EARLIEST
+    return at - window
 
 
 def in_dst_gap(wall: datetime, zone: tzinfo) -> bool:

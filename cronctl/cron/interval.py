@@ -10,9 +10,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from cronctl.cron.errors import CronSyntaxError
+from cronctl.cron.zones import MAX_EPOCH, MIN_EPOCH
 from cronctl.durations import DurationError, parse_duration
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# Fires stay inside the range cron expressions search (year 2 to late 9998), so that any
+# fire can be shown in any zone and have a day added or taken away without leaving
+# datetime's range.
+_FIRST = EPOCH + timedelta(seconds=MIN_EPOCH)
+_LAST = EPOCH + timedelta(seconds=MAX_EPOCH)
+_TICK = timedelta(microseconds=1)
 _UNITS = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
 _WORDS = {"d": "day", "h": "hour", "m": "minute", "s": "second"}
 
@@ -77,15 +84,28 @@ class Interval:
         words = [f"{n} {_WORDS[u]}{'s' if n != 1 else ''}" for n, u in parts]
         return "Every " + " ".join(words)
 
-    def next_after(self, t: datetime) -> datetime:
-        """The first ``anchor + k * every`` strictly after ``t`` (an aware datetime)."""
+    def next_after(self, t: datetime) -> datetime | None:
+        """The first ``anchor + k * every`` strictly after ``t`` (an aware datetime), or
+        ``None`` when that lies past the engine's range (late year 9998). Before year 2,
+        the first fire in the range is returned (as cron expressions do)."""
+        t = max(t, _FIRST - _TICK)
         k = (t - self.anchor) // self.every
-        return self.anchor + (k + 1) * self.every
+        try:
+            fire = self.anchor + (k + 1) * self.every
+        except OverflowError:
+            # Not a user error: the schedule simply has no representable fire after t,
+            # which callers already handle as "never fires again" (a cron expression near
+            # year 9999 answers None the same way). Raising here turned `next '@every 1s'
+            # --from 9999-12-31T23:59:59Z` into a traceback.
+            return None
+        # Found by fuzzing too: `next JOB --from 0001-01-01 --tz America/New_York` fired
+        # at 0001-01-01T00:01:30Z, which has no New York local time (before year 1).
+        return fire if fire <= _LAST else None
 
     def between(self, a: datetime, b: datetime, limit: int = 100) -> list[datetime]:
         out: list[datetime] = []
         fire = self.next_after(a)
-        while len(out) < limit and fire <= b:
+        while fire is not None and len(out) < limit and fire <= b:
             out.append(fire)
-            fire += self.every
+            fire = self.next_after(fire)
         return out

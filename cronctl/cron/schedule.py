@@ -32,6 +32,7 @@ from typing import NoReturn, TypeVar
 from cronctl.cron.expression import CronExpression
 from cronctl.cron.interval import Interval
 from cronctl.cron.zones import (
+    LONGEST_SHIFT,
     MAX_EPOCH,
     MIN_EPOCH,
     Timeline,
@@ -199,7 +200,8 @@ class Schedule:
         ``None`` when there is none within 4 years."""
         if self.interval is not None:
             _epoch(t, "next_after(t)")
-            return self.interval.next_after(t).astimezone(UTC)
+            fire = self.interval.next_after(t)
+            return None if fire is None else fire.astimezone(UTC)
         u0 = _epoch(t, "next_after(t)") + 1
         found = self._next_epoch(u0, u0 - 1 + _HORIZON_SECONDS)
         return None if found is None else _instant(found)
@@ -244,7 +246,14 @@ class Schedule:
             return None if wall is None else wall - fixed
         timeline = self._timeline
         assert timeline is not None
-        start, before, off, end, after = timeline.segment(u0, limit)
+        # Segments are looked up past ``limit``: whether a wall time may fire depends on
+        # the offset change that FOLLOWS it (a time in the last hour before a fold is the
+        # fold's first pass, which "second" must not fire), and that change can lie after
+        # ``limit``. Looking segments up only to ``limit`` made between(a, b) fire a
+        # first-pass time whenever b fell inside the first pass (Europe/Helsinki, autumn),
+        # where chained next_after, whose limit is 4 years away, correctly did not. The
+        # wall search itself stays clipped to ``limit``.
+        start, before, off, end, after = timeline.segment(u0, limit + LONGEST_SHIFT)
         # u0 exactly at the first instant after a gap: that is where its shifted fire is.
         if (start == u0 and before < off and self._shift
                 and cron.next_wall(start + before, start + off) is not None):
@@ -257,19 +266,19 @@ class Schedule:
             if end is None:
                 high = limit + off + 1
             elif after < off and not self._first:
-                high = end + after  # stop before the first pass of a fold
+                high = min(end + after, limit + off + 1)  # stop before a fold's first pass
             else:
-                high = end + off
+                high = min(end + off, limit + off + 1)
             if low < high:
                 wall = cron.next_wall(low, high)
                 if wall is not None:
                     return wall - off
-            if end is None:
+            if end is None or end > limit:
                 return None
             if after > off and self._shift and cron.next_wall(end + off, end + after) is not None:
                 return end
             u = end
-            start, before, off, end, after = timeline.segment(u, limit)
+            start, before, off, end, after = timeline.segment(u, limit + LONGEST_SHIFT)
 
     # -- DST notes for people ----------------------------------------------------------
 

@@ -21,7 +21,10 @@ from cronctl.cron.errors import UnknownTimezoneError
 
 _BUCKET_SHIFT = 25  # 2**25 s ~ 388 days per bucket
 _PROBE = 6 * 3600  # no two offset changes in tzdata are closer than this and cancel out
-_LOOKBACK = 3 * 86400  # longer than any gap or fold, so a segment sees its start
+# Longer than any gap or fold in tzdata (the longest are whole days: Pacific/Apia 2011,
+# Alaska 1867), so a segment sees its start, and a search sees a fold coming.
+LONGEST_SHIFT = 3 * 86400
+_LOOKBACK = LONGEST_SHIFT
 _ONE_SECOND = timedelta(seconds=1)
 # fromtimestamp() works between year 1 and 9999; probes stay inside with a margin.
 MIN_EPOCH = int((datetime(2, 1, 1, tzinfo=UTC) - datetime(1970, 1, 1, tzinfo=UTC)).total_seconds())

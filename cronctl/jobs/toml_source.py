@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cronctl.jobs.violation import Violation, display_path, one_line
+from cronctl.jobs.tomlfile import read_toml
+from cronctl.jobs.violation import Violation, display_path
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,9 @@ def read_jobs_dir(jobs_dir: Path, *, required: bool = True) -> JobFiles:
     except OSError as exc:
         return JobFiles((), (Violation(shown, None, None,
                                        f"cannot read jobs directory: {exc.strerror or exc}"),), 0)
+    except ValueError as exc:  # `--jobs-dir $'a\x00b'`: found by fuzzing
+        return JobFiles((), (Violation(shown, None, None,
+                                       f"cannot read jobs directory: {exc}"),), 0)
     jobs: list[TomlJob] = []
     violations: list[Violation] = []
     for path in paths:
@@ -67,26 +71,10 @@ def read_jobs_dir(jobs_dir: Path, *, required: bool = True) -> JobFiles:
 
 def read_job_file(path: Path) -> tuple[list[TomlJob], list[Violation]]:
     shown = display_path(path)
-    try:
-        raw = path.read_bytes()
-    except IsADirectoryError:
-        return [], [Violation(shown, None, None, "is a directory, not a job file")]
-    except OSError as exc:  # permissions, dangling links, symlink loops
-        return [], [Violation(shown, None, None, f"cannot read: {exc.strerror or exc}")]
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        return [], [Violation(f"{shown}:{line}", None, None,
-                              f"not UTF-8 text (byte {raw[exc.start]:#04x} at offset "
-                              f"{exc.start}); save the file as UTF-8")]
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        message = one_line(str(exc))
-        found = re.search(r"line (\d+)", message)
-        where = f"{shown}:{found.group(1)}" if found else shown
-        return [], [Violation(where, None, None, f"malformed TOML: {message}")]
+    read = read_toml(path, "job file")
+    if isinstance(read, Violation):
+        return [], [read]
+    text, data = read.text, read.data
 
     if not data:
         # An empty (or comments-only) file is almost always a mistake: a job file that

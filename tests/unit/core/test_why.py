@@ -55,6 +55,16 @@ def test_nearest_planned_instant_at_or_before() -> None:
     assert planned_at_or_before(never_before, datetime(2021, 1, 1, tzinfo=UTC)) is not None
 
 
+def test_nearest_planned_instant_at_the_start_of_time() -> None:
+    # Found by fuzzing `cronctl why JOB 0001-01-01T00:00:00`: the look-back windows went
+    # before year 1 (OverflowError). There is simply nothing planned before it.
+    start = datetime.min.replace(tzinfo=UTC)
+    assert planned_at_or_before(schedule_for(job(cron="0 30 1 * * *")), start) is None
+    assert planned_at_or_before(schedule_for(job(every=60)), start) is None
+    two_past = datetime(2, 1, 1, 0, 2, tzinfo=UTC)
+    assert planned_at_or_before(schedule_for(job(every=60)), two_past) == two_past
+
+
 def test_ran_and_retried() -> None:
     v = verdict(at(120), executions=[Row(S.FAILED, 1, error="exit 1"), Row(S.SUCCEEDED, 2)])
     assert (v.outcome, v.scheduled_at, v.reason) == (Outcome.RAN, at(120), None)

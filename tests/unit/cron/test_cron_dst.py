@@ -149,6 +149,23 @@ class TestHelsinki:
         assert fires(Schedule("0 30 3 * * *", self.TZ, dst_fold="second"), "2026-10-24T12:00",
                      "2026-10-25T12:00") == ["2026-10-25T01:30:00"]
 
+    @pytest.mark.parametrize("b", ["2026-10-25T00:30", "2026-10-25T00:45", "2026-10-25T00:59:59"])
+    def test_between_ending_inside_the_first_pass_under_second(self, b: str) -> None:
+        # 00:30Z is 03:30 EEST, the first pass: "second" must not fire it, even when the
+        # window ends before the transition (01:00Z) and so never reaches it.
+        sched = Schedule("0 30 3 * * *", self.TZ, dst_fold="second")
+        assert fires(sched, "2026-10-24T12:00", b) == []
+        assert sched.next_after(z("2026-10-24T12:00")) == z("2026-10-25T01:30")
+
+    def test_between_ending_inside_the_first_pass_of_a_periodic_job(self) -> None:
+        sched = Schedule("0 */15 * * * *", self.TZ, dst_fold="second")
+        # 00:00Z and 00:15Z are 03:00 and 03:15 EEST, the first pass.
+        assert fires(sched, "2026-10-24T23:50", "2026-10-25T00:20") == []
+        assert fires(sched, "2026-10-24T23:50", "2026-10-25T01:20") == [
+            "2026-10-25T01:00:00",  # 03:00 EET, second pass
+            "2026-10-25T01:15:00",
+        ]
+
     def test_hourly_through_both_transitions(self) -> None:
         sched = Schedule("@hourly", self.TZ)
         spring = fires(sched, "2026-03-28T23:30", "2026-03-29T02:30")

@@ -254,3 +254,19 @@ class TestIntervals:
         sched = Schedule("@every 1s")
         assert len(sched.between(z("2026-01-01T00:00"), z("2026-01-02T00:00"), limit=5)) == 5
         assert sched.between(z("2026-01-01T00:00"), z("2026-01-02T00:00"), limit=0) == []
+
+    def test_far_future_stops_cleanly(self) -> None:
+        # Found by fuzzing `next '@every 1s' --from 9999-12-31T23:59:59Z`: the next fire
+        # would lie past datetime.max; like a cron expression, the answer is "none".
+        # Fires stay in the range cron expressions search (year 2 to 9998-12-01), so each
+        # can be shown in any zone: 0001-01-01T00:01:30Z has no New York local time.
+        end = datetime.max.replace(tzinfo=UTC)
+        assert Schedule("@every 1s").next_after(end) is None
+        assert Schedule("@every 36500d").next_after(datetime(9964, 9, 9, tzinfo=UTC)) is None
+        last = datetime(9998, 12, 1, tzinfo=UTC)
+        assert Schedule("@every 1s").between(last - timedelta(seconds=1), end) == [last]
+        assert list(Schedule("@every 1d").iter_after(last - timedelta(days=2))) == [
+            last - timedelta(days=1), last]
+        start = datetime.min.replace(tzinfo=UTC)
+        assert Schedule("@every 90s").next_after(start) == datetime(2, 1, 1, tzinfo=UTC)
+        assert Schedule("* * * * * *").next_after(start) == datetime(2, 1, 1, tzinfo=UTC)

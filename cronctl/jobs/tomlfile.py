@@ -1,0 +1,94 @@
+"""Reading one TOML file the way every cronctl file is read: ``cronctl.toml`` and each
+``jobs.d/*.toml``.
+
+Whatever the bytes are, the answer is the document or ONE violation saying what is wrong
+with the file (unreadable, not UTF-8, malformed, nested too deeply), never an exception.
+A UTF-8 byte-order mark, which some Windows editors write, is accepted.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cronctl.jobs.violation import Violation, display_path, one_line
+
+# Deeper than any real configuration. tomllib recurses once per level of nesting and
+# raised RecursionError near 500 levels (found by fuzzing: `parameters = [[[[...]]]]`);
+# what reads the document afterwards (repr in messages, JSON, copies) recurses too, so
+# shallower documents that tomllib did read are refused as well.
+MAX_DEPTH = 40
+
+_UTF8_BOM = b"\xef\xbb\xbf"
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+@dataclass(frozen=True)
+class TomlFile:
+    """A parsed file: its text (for line numbers) and its document."""
+
+    text: str
+    data: dict[str, Any]
+
+
+def read_toml(path: Path, what: str = "TOML file") -> TomlFile | Violation:
+    """The file's document, or the one :class:`Violation` that says why there is none
+    (``what`` names the kind of file, for "is a directory, not a job file")."""
+    shown = display_path(path)
+    try:
+        raw = path.read_bytes()
+    except IsADirectoryError:
+        return Violation(shown, None, None, f"is a directory, not a {what}")
+    except OSError as exc:  # permissions, dangling links, symlink loops
+        return Violation(shown, None, None, f"cannot read: {exc.strerror or exc}")
+    except ValueError as exc:  # a NUL in the path
+        return Violation(shown, None, None, f"cannot read: {exc}")
+    if raw.startswith(_UTF8_BOM):
+        raw = raw[len(_UTF8_BOM):]
+    elif raw.startswith(_UTF16_BOMS):
+        return Violation(shown, None, None, "is UTF-16 text; save the file as UTF-8")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        return Violation(f"{shown}:{line}", None, None,
+                         f"not UTF-8 text (byte {raw[exc.start]:#04x} at offset "
+                         f"{exc.start}); save the file as UTF-8")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = one_line(str(exc))
+        found = re.search(r"line (\d+)", message)
+        where = f"{shown}:{found.group(1)}" if found else shown
+        return Violation(where, None, None, f"malformed TOML: {message}")
+    except RecursionError:  # tomllib recurses once per level of arrays / inline tables
+        return _too_deep(shown)
+    if _depth(data) > MAX_DEPTH:
+        return _too_deep(shown)
+    return TomlFile(text, data)
+
+
+def _too_deep(shown: str) -> Violation:
+    return Violation(shown, None, None,
+                     f"nested more than {MAX_DEPTH} levels deep (arrays, inline tables or "
+                     "dotted keys)")
+
+
+def _depth(value: object) -> int:
+    """Nesting depth of a parsed document, without recursion."""
+    deepest = 0
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if level > deepest:
+            deepest = level
+            if deepest > MAX_DEPTH:
+                return deepest
+        if isinstance(item, dict):
+            stack.extend((v, level + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, level + 1) for v in item)
+    return deepest
