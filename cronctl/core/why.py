@@ -155,8 +155,9 @@ def explain(
             "no scheduler has handled this instant yet; when one runs, the misfire policy "
             f"({job.misfire_policy.value}) decides"))
     return Verdict(Outcome.MISSED, planned, None, lead + (
-        "handled, but nothing is recorded for it (older than the retention period, or "
-        "from before this database recorded skips)"))
+        "nothing is recorded for it: no scheduler had this job then (it was added, or its "
+        "database started, after that instant), or its records are older than the "
+        "retention period"))
 
 
 def _from_executions(lead: str, planned: datetime, executions: Sequence[Attempt]) -> Verdict:
