@@ -363,7 +363,7 @@ def parse_listen(value: Any) -> tuple[str, int]:
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"{example}, not {value!r}")
     text = value.strip()
-    if text.isdigit():
+    if text.isascii() and text.isdigit():
         return LOOPBACK, _port(text)
     if text.startswith("["):
         host, sep, port = text[1:].partition("]:")
@@ -385,7 +385,7 @@ def parse_listen(value: Any) -> tuple[str, int]:
 
 
 def _port(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= 65535:
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= 65535:
         raise ValueError(f"port {text!r} must be a number from 1 to 65535")
     return int(text)
 

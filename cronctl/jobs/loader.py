@@ -176,7 +176,8 @@ def _load(settings: JobSettings, *, now: datetime | None, registry: ServiceRegis
 def _source_order(violation: Violation) -> tuple[str, int]:
     """Files in name order, then by line; Python objects (no line) sort by name."""
     path, _, line = violation.source.rpartition(":")
-    return (path, int(line)) if line.isdigit() else (violation.source, 0)
+    # isdecimal, not isdigit: "²" is a digit that int() refuses (a fuzzed --jobs-dir).
+    return (path, int(line)) if line.isdecimal() else (violation.source, 0)
 
 
 def _override(decorated: RawJob, table: TomlJob) -> RawJob:

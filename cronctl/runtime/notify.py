@@ -54,7 +54,8 @@ class SystemdNotifier:
         raw = os.environ.get("WATCHDOG_USEC", "")
         pid = os.environ.get("WATCHDOG_PID", "")
         # WATCHDOG_PID names the process systemd expects pings from; ignore it otherwise.
-        if raw.isdigit() and int(raw) > 0 and (not pid or pid == str(os.getpid())):
+        own = not pid or pid == str(os.getpid())
+        if raw.isascii() and raw.isdigit() and int(raw) > 0 and own:
             usec = int(raw)
         return cls(address, usec)
 

@@ -77,6 +77,8 @@ def _restart_after_kill(project: Project) -> tuple[ExecutionRecord, list[Executi
         while len(rows := _attempts(project, victim)) < 2 or rows[1].started_at is None:
             assert time.monotonic() < deadline, second.text()
             time.sleep(0.05)
+        # The row is written before its log line, which a log thread writes: wait for it.
+        assert second.wait_for(lambda t: "attempt=2" in t, 15), second.text()
         return victim, rows, killed, restarted, second.text()
     finally:
         if second is not None:

@@ -346,3 +346,11 @@ def test_quiet_validate_prints_nothing_when_clean(project: Path) -> None:
     write(project, "a.toml", GOOD)
     run = cli("-q", "validate")
     assert (run.code, run.stdout) == (0, "")
+
+
+def test_a_unicode_digit_in_a_path_is_a_violation_not_a_traceback(tmp_path: Path) -> None:
+    # "²" is a digit to str.isdigit() but not to int(): it crashed the sorting of the
+    # violations by line number (found by tests/fuzz).
+    proc = subprocess.run([sys.executable, "-m", "cronctl", "--jobs-dir=²", "validate"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr + proc.stdout
