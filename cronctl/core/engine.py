@@ -1,9 +1,10 @@
 """The threadless scheduler core: definitions + store state + ``now`` in, actions out.
 
 One heap of ``(due_utc, seq, kind, ...)`` entries holds each enabled job's next planned
-instant, retries waiting for their backoff, and attempt deadlines, so a tick costs
-O(k log n) for the k entries due, never a scan of all jobs. Every public method returns
-a :class:`Decision`; nothing here reads the clock, sleeps, or does I/O.
+instant; a second one, on the driver's monotonic clock, holds retries waiting for their
+backoff and attempt deadlines; so a tick costs O(k log n) for the k entries due, never a
+scan of all jobs. Every public method returns
+a :class:`Decision`; nothing here reads a clock, sleeps, or does I/O.
 
 The guards every attempt passes are in :mod:`cronctl.core.guards`.
 """
@@ -17,7 +18,6 @@ from datetime import datetime, timedelta
 from cronctl.core.actions import (
     Abandon,
     Action,
-    CloseInterrupted,
     Decision,
     ExecKey,
     JobState,
@@ -26,8 +26,9 @@ from cronctl.core.actions import (
     SkipReason,
 )
 from cronctl.core.errors import ClockSkewError, refuse_on_skew
-from cronctl.core.guards import _FIRE, _RETRY, _SCHEDULED_ORIGINS, Guards, first_scheduled
+from cronctl.core.guards import _FIRE, _RETRY, first_scheduled
 from cronctl.core.misfires import decide
+from cronctl.core.recovery import Recovery
 from cronctl.core.state import Job as _Job
 from cronctl.core.state import Pending as _Pending
 from cronctl.core.timing import OccurrenceIds, ScheduleLike, jitter_offset, schedule_for
@@ -43,7 +44,7 @@ from cronctl.jobs.model import (
 _TICK = timedelta(microseconds=1)
 
 
-class SchedulerCore(Guards):
+class SchedulerCore(Recovery):
     """Decides what fires, waits, retries, times out and is missed. See the module doc.
 
     ``durable`` is False for ``database = "none"``: nothing was persisted, so misfires are
@@ -85,9 +86,6 @@ class SchedulerCore(Guards):
     def active_keys(self) -> list[ExecKey]:
         return list(self._active)
 
-    def next_wake(self) -> datetime | None:
-        return self._heap[0][0] if self._heap else None
-
     def job(self, job_id: str) -> JobDefinition | None:
         js = self._jobs.get(job_id)
         return None if js is None else js.job
@@ -99,12 +97,15 @@ class SchedulerCore(Guards):
         now: datetime,
         states: Mapping[str, JobState] | None = None,
         recovered: Sequence[RecoveredExecution] = (),
+        *,
+        mono: float | None = None,
     ) -> Decision:
         """Start-up: refuse on clock skew (before changing anything), recover interrupted
         executions, then apply each job's misfire policy to the set of instants after its
         cursor (see :meth:`_misfire_set`), then schedule every job's next instant."""
         states = states or {}
         refuse_on_skew(states, now, self._skew)
+        self._at(now, mono)
         out: list[Action] = []
         for job_id, st in states.items():
             js = self._jobs.get(job_id)
@@ -125,13 +126,25 @@ class SchedulerCore(Guards):
             self._push_next(js, now if js.handled is None else js.handled)
         return self._decision(out)
 
-    def tick(self, now: datetime) -> Decision:
-        """Handle every heap entry due at or before ``now``."""
+    def tick(self, now: datetime, *, mono: float | None = None) -> Decision:
+        """Handle every entry due at or before ``now`` (planned instants) or ``mono``
+        (retries and deadlines: see :meth:`~cronctl.core.guards.Guards._push`).
+
+        ``mono``, here and on every other event, is the driver's monotonic clock in
+        seconds; pass it on every event or on none (then it is counted from ``now``)."""
         self._check_skew(now)
+        self._at(now, mono)
         out: list[Action] = []
-        heap = self._heap
-        while heap and heap[0][0] <= now:
-            due, _, kind, job_id, gen, obj = heapq.heappop(heap)
+        heap, m = self._heap, self._mono
+        while True:
+            entry: tuple[datetime, int, int, str, int, object] | None
+            if heap and heap[0][0] <= now and not (self._timers and self._timers[0][0] <= m):
+                entry = heapq.heappop(heap)  # the hot path: only planned instants due
+            else:
+                entry = self._next_entry(now, m)
+                if entry is None:
+                    break
+            due, _, kind, job_id, gen, obj = entry
             if kind == _FIRE:
                 assert isinstance(obj, datetime)
                 self._on_planned(job_id, gen, obj, due, now, out)
@@ -144,17 +157,19 @@ class SchedulerCore(Guards):
         return self._decision(out)
 
     def on_complete(
-        self, key: ExecKey, status: ExecutionStatus, error: str | None, now: datetime
+        self, key: ExecKey, status: ExecutionStatus, error: str | None, now: datetime,
+        *, mono: float | None = None,
     ) -> Decision:
         """An attempt ended. Unknown keys (already abandoned at their timeout) are ignored."""
+        self._at(now, mono)
         out: list[Action] = []
         act = self._active.pop(key, None)
         if act is not None:
             self._ended(act, status, error, now, out)
         return self._decision(out)
 
-    def release(self, key: ExecKey, now: datetime, *, skip: SkipReason | None = None
-                ) -> Decision:
+    def release(self, key: ExecKey, now: datetime, *, skip: SkipReason | None = None,
+                mono: float | None = None) -> Decision:
         """The attempt of a :class:`Fire` never started (another node won the election, the
         target did not resolve, the store or an interceptor failed): free its guards and
         drop the occurrence without a status.
@@ -164,6 +179,7 @@ class SchedulerCore(Guards):
         decision then starts with that :class:`Skip` (for a scheduled first attempt only:
         a retry, recovered, manual or replayed attempt has its row or its request). A lost
         election passes none (the winner's row is the record)."""
+        self._at(now, mono)
         out: list[Action] = []
         act = self._active.pop(key, None)
         if act is not None:
@@ -174,18 +190,20 @@ class SchedulerCore(Guards):
         return self._decision(out)
 
     def defer(self, key: ExecKey, now: datetime, until: datetime, *,
-              keep_group: bool = False) -> Decision:
+              keep_group: bool = False, mono: float | None = None) -> Decision:
         """The attempt could not start yet (a cluster-wide guard is held on another node):
         give back its slot and try the same attempt again at ``until``. ``keep_group``: it
         keeps its serial group on this node meanwhile (it waits for that group), so the
-        group's newer fires queue behind it; else the group is freed too."""
+        group's newer fires queue behind it; else the group is freed too. ``until`` is
+        read as the interval ``until - now``, on the monotonic clock."""
+        self._at(now, mono)
         out: list[Action] = []
         act = self._active.pop(key, None)
         if act is not None:
             p = act.p
             if keep_group and p.group is not None:
                 if p.waiting_since is None:
-                    p.waiting_since = now  # waiting for the group, towards ``expired``
+                    p.waiting_since = self._mono  # waiting for the group: ``expired``
                 self._running -= 1
                 self._fill_slots(now, out)
             else:
@@ -193,8 +211,8 @@ class SchedulerCore(Guards):
             self._push(until, _RETRY, p.js.job.id, 0, p)
         return self._decision(out)
 
-    def blocked(self, key: ExecKey, now: datetime, until: datetime, *, overlap: bool
-                ) -> Decision:
+    def blocked(self, key: ExecKey, now: datetime, until: datetime, *, overlap: bool,
+                mono: float | None = None) -> Decision:
         """A cluster-wide guard of this :class:`Fire` is held on another node: ``overlap``
         when it is the job's own (single_instance) lock, else its serial group's.
 
@@ -215,22 +233,24 @@ class SchedulerCore(Guards):
             return self._decision([])
         p = act.p
         if not overlap:
-            return self.defer(key, now, until, keep_group=True)
+            return self.defer(key, now, until, keep_group=True, mono=mono)
         # Only a plain cron fire is dropped: a misfire catch-up (fire_all replays several
         # instants back to back under the job's own lock) must wait its turn.
         if (p.origin is Origin.CRON and first_scheduled(p)
                 and p.js.job.overlap_policy is not OverlapPolicy.ALLOW):
             out: list[Action] = [Skip(p.js.job.id, p.planned, p.origin, SkipReason.OVERLAP)]
-            out.extend(self.release(key, now).actions)
+            out.extend(self.release(key, now, mono=mono).actions)
             return self._decision(out)
-        return self.defer(key, now, until)
+        return self.defer(key, now, until, mono=mono)
 
-    def unavailable(self, key: ExecKey, now: datetime) -> Decision:
+    def unavailable(self, key: ExecKey, now: datetime, *, mono: float | None = None
+                    ) -> Decision:
         """The store could not be reached for this :class:`Fire`: its attempt never
         started. Until :meth:`store_back`, attempts of jobs that write rows are not
         started: a cron (or misfire) first attempt is remembered as missed, so that the
         misfire policy covers it when the store is back; any other attempt (retry,
         recovery, manual, replay) is held and starts then. Jobs without rows fire on."""
+        self._at(now, mono)
         out: list[Action] = []
         self._store_down = True
         act = self._active.pop(key, None)
@@ -244,11 +264,12 @@ class SchedulerCore(Guards):
     def store_down(self) -> bool:
         return self._store_down
 
-    def store_back(self, now: datetime) -> Decision:
+    def store_back(self, now: datetime, *, mono: float | None = None) -> Decision:
         """The store works again: start the held attempts, then apply each job's misfire
         policy to the set of instants it could not start, from the oldest of them
         (everything before it was confirmed or deliberately skipped; nothing after it was
         decided during the outage): see :meth:`_misfire_set`."""
+        self._at(now, mono)
         out: list[Action] = []
         self._store_down = False
         held, self._held = self._held, []
@@ -275,12 +296,14 @@ class SchedulerCore(Guards):
         *,
         planned: datetime | None = None,
         origin: Origin = Origin.MANUAL,
+        mono: float | None = None,
     ) -> tuple[str, Decision]:
         """Run one occurrence now (manual: planned = ``now``; replay: the given instant).
         Returns its occurrence id. Paused and disabled jobs run too: the operator asked."""
         js = self._jobs.get(job_id)
         if js is None:
             raise NotFoundError(f"no job {job_id!r}")
+        self._at(now, mono)
         at = now if planned is None else planned
         occurrence = self._occ(job_id, at)
         p = _Pending(js, at, now, 1, origin, occurrence)
@@ -288,24 +311,20 @@ class SchedulerCore(Guards):
         self._offer_explicit(p, now, out)
         return occurrence, self._decision(out)
 
-    def recover(self, recovered: Sequence[RecoveredExecution], now: datetime) -> Decision:
-        """Executions of a node whose heartbeat expired: same occurrence, next attempt."""
-        out: list[Action] = []
-        self._recover(recovered, now, out)
-        return self._decision(out)
-
     def set_paused(self, job_id: str, paused: bool) -> None:
         js = self._jobs.get(job_id)
         if js is not None:
             js.paused = paused
 
-    def reload(self, jobs: Iterable[JobDefinition], now: datetime) -> Decision:
+    def reload(self, jobs: Iterable[JobDefinition], now: datetime, *,
+               mono: float | None = None) -> Decision:
         """Swap definitions. Running attempts finish; fires already admitted to a slot or
         group queue still run with their old definition; a removed job's queued and
         waiting fires are dropped. A changed job whose schedule is unchanged continues
         right after its newest handled instant (an instant due but not ticked yet is still
         decided, never lost); one with a new schedule continues after now (a reload never
         re-fires or catches up)."""
+        self._at(now, mono)
         out: list[Action] = []
         new = {j.id: j for j in jobs}
         for job_id in list(self._jobs):
@@ -418,41 +437,6 @@ class SchedulerCore(Guards):
         for planned in got.fire:
             self._offer_explicit(_Pending(js, planned, now, 1, Origin.MISFIRE), now, out)
 
-    def _recover(
-        self, recovered: Sequence[RecoveredExecution], now: datetime, out: list[Action]
-    ) -> None:
-        # A pending row (a retry written ahead) supersedes the interrupted attempt before
-        # it: that attempt is closed, and the pending one runs.
-        ahead = {(r.job_id, r.planned): r.attempt for r in recovered
-                 if r.status is ExecutionStatus.PENDING}
-        for r in sorted(recovered, key=lambda r: (r.planned, r.execution_id)):
-            js = self._jobs.get(r.job_id)
-            pending = r.status is ExecutionStatus.PENDING
-            if js is None or (not pending and r.attempt >= js.job.max_attempts):
-                out.append(CloseInterrupted(r.execution_id, r.job_id, ExecutionStatus.DEAD_LETTER))
-                continue
-            if r.origin in _SCHEDULED_ORIGINS and (js.handled is None or r.planned > js.handled):
-                js.handled = r.planned  # so the misfire policy starts after it
-            if not pending:
-                out.append(CloseInterrupted(r.execution_id, r.job_id, ExecutionStatus.FAILED))
-                if ahead.get((r.job_id, r.planned), 0) > r.attempt:
-                    continue
-                p = _Pending(js, r.planned, now, r.attempt + 1, r.origin, None, r.execution_id)
-                self._offer_explicit(p, now, out)
-                continue
-            # Never started, so its attempt was not used up: run this very attempt (claim
-            # the row), after what is left of its backoff.
-            p = _Pending(js, r.planned, now, r.attempt, r.origin, row=r.execution_id)
-            due = now
-            if r.attempt > 1 and r.created_at is not None:
-                due = r.created_at + js.job.retry_backoff * (2 ** (r.attempt - 2))
-            if due > now:
-                p.due = due
-                js.in_flight += 1  # in flight through its backoff, like any retry
-                self._push(due, _RETRY, js.job.id, 0, p)
-            else:
-                self._offer_explicit(p, now, out)
-
     # --- plumbing --------------------------------------------------------------------------
 
     def _schedule(self, job: JobDefinition) -> ScheduleLike | None:
@@ -494,5 +478,3 @@ class SchedulerCore(Guards):
         if self._high is not None and self._high[0] - now > self._skew:
             raise ClockSkewError(self._high[1], self._high[0], now, self._skew)
 
-    def _decision(self, out: list[Action]) -> Decision:
-        return Decision(tuple(out), self._heap[0][0] if self._heap else None)

@@ -45,6 +45,7 @@ from datetime import datetime, timedelta
 from cronctl.core.actions import (
     Action,
     DeadLetter,
+    Decision,
     Enqueue,
     ExecKey,
     Finish,
@@ -85,7 +86,14 @@ class Guards:
                  ) -> None:
         self._max = max(1, max_concurrent_jobs)
         self._occ = occurrence_ids
+        # Planned instants are due on the wall clock (``now``); retries, deferrals and
+        # attempt deadlines are intervals, due on the monotonic clock (``mono``) in their
+        # own heap, so a wall clock that steps neither delays nor hastens them (SPEC
+        # section 4, "Clocks"). Without ``mono`` the core counts it from ``now``.
         self._heap: list[tuple[datetime, int, int, str, int, object]] = []
+        self._timers: list[tuple[float, int, int, str, int, object]] = []
+        self._now: datetime | None = None  # the current event's clocks (see ``_at``)
+        self._mono = 0.0
         self._seq = 0
         self._next_key = 0
         self._active: dict[ExecKey, _Active] = {}
@@ -110,7 +118,7 @@ class Guards:
             if old is not None:
                 out.append(Skip(js.job.id, old.planned, old.origin, SkipReason.SUPERSEDED))
             js.queued = p
-            p.waiting_since = now
+            p.waiting_since = self._mono
             out.append(Enqueue(js.job.id, p.planned, p.origin, WaitReason.QUEUE_ONE))
             return
         js.in_flight += 1
@@ -135,7 +143,7 @@ class Guards:
             # fire behind the group's waiters.
             if group in self._group_busy:
                 if p.waiting_since is None:
-                    p.waiting_since = now
+                    p.waiting_since = self._mono
                 self._group_wait.setdefault(group, deque()).append(p)
                 out.append(Enqueue(p.js.job.id, p.planned, p.origin, WaitReason.GROUP))
                 return
@@ -143,7 +151,7 @@ class Guards:
             p.group = group
         if self._running >= self._max or self._slot_wait:
             if p.waiting_since is None:
-                p.waiting_since = now
+                p.waiting_since = self._mono
             self._slot_wait.append(p)
             out.append(Enqueue(p.js.job.id, p.planned, p.origin, WaitReason.SLOT))
             return
@@ -168,10 +176,10 @@ class Guards:
         if job.timeout is not None and job.timeout > timedelta(0):
             self._push(now + job.timeout, _TIMEOUT, job.id, 0, key)
 
-    @staticmethod
-    def _expired(p: _Pending, now: datetime) -> bool:
+    def _expired(self, p: _Pending, now: datetime) -> bool:
         since = p.waiting_since
-        return (since is not None and now - since > p.js.job.misfire_threshold
+        return (since is not None
+                and self._mono - since > p.js.job.misfire_threshold.total_seconds()
                 and first_scheduled(p))
 
     def _drop_expired(self, p: _Pending, now: datetime, out: list[Action]) -> None:
@@ -281,6 +289,51 @@ class Guards:
         js.waiting.clear()
         js.queued = None
 
+    def _at(self, now: datetime, mono: float | None) -> None:
+        """Every event starts here: the clocks its timers are measured from."""
+        self._now = now
+        self._mono = now.timestamp() if mono is None else mono
+
     def _push(self, due: datetime, kind: int, job_id: str, gen: int, obj: object) -> None:
+        """A planned instant (``_FIRE``) waits for the wall clock to reach ``due``; any
+        other entry waits for ``due - now`` of monotonic time to pass."""
         self._seq += 1
-        heapq.heappush(self._heap, (due, self._seq, kind, job_id, gen, obj))
+        if kind == _FIRE:
+            heapq.heappush(self._heap, (due, self._seq, kind, job_id, gen, obj))
+            return
+        assert self._now is not None  # pushed while handling an event
+        at = self._mono + (due - self._now).total_seconds()
+        heapq.heappush(self._timers, (at, self._seq, kind, job_id, gen, obj))
+
+    def _next_entry(self, now: datetime, mono: float
+                    ) -> tuple[datetime, int, int, str, int, object] | None:
+        """Pop the entry due first at (``now``, ``mono``), from either heap, or None.
+        A timer's due time is read on the wall clock as ``now`` minus its overdue part."""
+        heap, timers = self._heap, self._timers
+        fire = bool(heap) and heap[0][0] <= now
+        if timers and timers[0][0] <= mono and (
+                not fire or timers[0][0] - mono < (heap[0][0] - now).total_seconds()):
+            at, seq, kind, job_id, gen, obj = heapq.heappop(timers)
+            return now - timedelta(seconds=mono - at), seq, kind, job_id, gen, obj
+        return heapq.heappop(heap) if fire else None
+
+    def next_wake(self) -> datetime | None:
+        """The wall-clock time of the next entry (a timer's read at the last event)."""
+        fire = self._heap[0][0] if self._heap else None
+        if not self._timers or self._now is None:
+            return fire
+        timer = self._now + timedelta(seconds=self._timers[0][0] - self._mono)
+        return timer if fire is None or timer < fire else fire
+
+    def wake_in(self, now: datetime, mono: float) -> float | None:
+        """Seconds from (``now``, ``mono``) to the next entry, None if there is none: what
+        a driver should wait, whichever way the wall clock moved since the last event."""
+        waits = []
+        if self._heap:
+            waits.append((self._heap[0][0] - now).total_seconds())
+        if self._timers:
+            waits.append(self._timers[0][0] - mono)
+        return min(waits) if waits else None
+
+    def _decision(self, out: list[Action]) -> Decision:
+        return Decision(tuple(out), self.next_wake())

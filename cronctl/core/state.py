@@ -43,8 +43,9 @@ class Pending:
     group: str | None = None  # the serial group reserved at admission (survives reloads)
     row: int | None = None  # a pending execution row written for this attempt (recovered)
     # When it first waited for a slot, a queue_one turn or its serial group (also a group
-    # held on another node): waiting longer than misfire_threshold makes it ``expired``.
-    waiting_since: datetime | None = None
+    # held on another node), on the monotonic clock: waiting longer than
+    # misfire_threshold makes it ``expired``.
+    waiting_since: float | None = None
 
 
 @dataclass(slots=True, eq=False)

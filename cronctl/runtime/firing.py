@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -62,6 +63,7 @@ class Firing:
         self, *, core: SchedulerCore, store: Store, dispatcher: Dispatcher,
         flusher: LogFlusher, io: IoWorker, node_id: str, clock: Callable[[], datetime],
         post: Callable[[tuple[object, ...]], None],
+        mono: Callable[[], float] = time.monotonic,
     ) -> None:
         self.core = core
         self.store = store
@@ -70,6 +72,7 @@ class Firing:
         self.io = io
         self.node_id = node_id
         self.clock = clock
+        self.mono = mono  # the core's timers (retries, deadlines) run on this clock
         self.post = post
         self.running: dict[ExecKey, Run] = {}
         self.handled = Handled(core, node_id=node_id, persistent=store.persistent,
@@ -162,7 +165,7 @@ class Firing:
     def _contain(self, action: Action) -> Decision | None:
         """After an unexpected error: give back whatever the action held."""
         if isinstance(action, Fire) and action.key not in self.running:
-            return self.core.release(action.key, self.clock())
+            return self.core.release(action.key, self.clock(), mono=self.mono())
         return None
 
     # --- firing ----------------------------------------------------------------------------
@@ -223,7 +226,7 @@ class Firing:
             return Ready(a, job, False)
         health = self.health
         if health is not None and health.down:
-            return self.core.unavailable(a.key, now)  # the core remembers it
+            return self.core.unavailable(a.key, now, mono=self.mono())  # it remembers
         row = a.row if a.attempt == 1 else self.ahead.row_for(a)
         token: int | None = None
         try:
@@ -353,7 +356,8 @@ class Firing:
             log.error("dispatch failed job=%s exec=%s: %s", job.id, execution_id,
                       first_line(exc), extra=ids(job.id, execution_id))
             return self.core.on_complete(key, ExecutionStatus.FAILED,
-                                         f"dispatch failed: {first_line(exc)}", self.clock())
+                                         f"dispatch failed: {first_line(exc)}", self.clock(),
+                                         mono=self.mono())
         started = self.clock()
         self.fired += 1
         self.lateness.append((started - a.due).total_seconds())
@@ -374,13 +378,13 @@ class Firing:
         log.debug("blocked job=%s planned=%s: %s held on another node", a.job_id,
                   a.planned.isoformat(), key, extra=ids(a.job_id))
         return self.core.blocked(a.key, now, now + REMOTE_RETRY,
-                                 overlap=key == job_lock(a.job_id))
+                                 overlap=key == job_lock(a.job_id), mono=self.mono())
 
     def _release(self, a: Fire, now: datetime, why: str, *,
                  skip: SkipReason | None = None) -> Decision:
         self._trigger_done(a.occurrence_id, None, why)
         self.ahead.close(a, why)
-        return self.core.release(a.key, now, skip=skip)
+        return self.core.release(a.key, now, skip=skip, mono=self.mono())
 
     def _unavailable(self, exc: StoreUnavailable, fires: list[Fire], now: datetime
                      ) -> Decision:
@@ -389,7 +393,7 @@ class Firing:
         self._health_failed(exc)
         actions: list[Action] = []
         for a in fires:
-            actions.extend(self.core.unavailable(a.key, now).actions)
+            actions.extend(self.core.unavailable(a.key, now, mono=self.mono()).actions)
         return Decision(tuple(actions), self.core.next_wake())
 
     def _health_failed(self, exc: StoreUnavailable) -> None:
@@ -403,7 +407,8 @@ class Firing:
     def on_done(self, key: ExecKey, outcome: Outcome) -> None:
         if key not in self.running:
             return  # abandoned at its timeout already; this late result is ignored
-        self.execute(self.core.on_complete(key, outcome.status, outcome.error, self.clock()))
+        self.execute(self.core.on_complete(key, outcome.status, outcome.error, self.clock(),
+                                           mono=self.mono()))
 
     def _final(self, key: ExecKey, status: ExecutionStatus, error: str | None) -> None:
         run = self.running.pop(key, None)

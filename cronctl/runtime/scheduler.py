@@ -74,11 +74,14 @@ class Scheduler:
         dispatcher: Dispatcher | None = None,
         *,
         clock: Callable[[], datetime] | None = None,
+        monotonic: Callable[[], float] | None = None,
         notifier: Notifier | None = None,
     ) -> None:
         self.config = config
         self.store = store
         self.clock = clock or _utcnow
+        # Retries, timeouts and deadlines: never measured on the (steppable) wall clock.
+        self.mono = monotonic or time.monotonic
         self.notifier = notifier if notifier is not None else SystemdNotifier.from_env()
         self._own_dispatcher = dispatcher is None
         if dispatcher is None:
@@ -98,7 +101,7 @@ class Scheduler:
         self.io = IoWorker()
         self.firing = Firing(core=self.core, store=store, dispatcher=self.dispatcher,
                              flusher=self.flusher, io=self.io, node_id=config.node_id,
-                             clock=self.clock, post=self._inbox.put)
+                             clock=self.clock, post=self._inbox.put, mono=self.mono)
         self.health = DatabaseHealth(check=self._probe_store, later=self.io.after,
                                   back=lambda: self._inbox.put(("store back",)))
         self.io.on_unavailable = self.health.failed
@@ -149,7 +152,7 @@ class Scheduler:
             self.liveness.handed(rows)
             self.firing.ended.update(startup.interrupted_ends(
                 self.store, self.liveness, rows, previous, now, self._ttl))
-            initial = self.core.start(now, states, _recovered(rows))
+            initial = self.core.start(now, states, _recovered(rows), mono=self.mono())
         except BaseException:
             self._unregister()
             raise
@@ -271,9 +274,9 @@ class Scheduler:
                     for run in list(self.firing.running.values()):
                         self.firing.cancel_run(run)
             wait = min(next_poll, next_wd, deadline, hard) - time.monotonic()
-            wake = None if self._stopping else self.core.next_wake()
+            wake = None if self._stopping else self.core.wake_in(self.clock(), self.mono())
             if wake is not None:
-                wait = min(wait, (wake - self.clock()).total_seconds())
+                wait = min(wait, wake)
             try:
                 msg = self._inbox.get(timeout=max(wait, 0.0))
             except queue.Empty:
@@ -303,7 +306,7 @@ class Scheduler:
 
     def _tick(self) -> None:
         try:
-            decision = self.core.tick(self.clock())
+            decision = self.core.tick(self.clock(), mono=self.mono())
         except ClockSkewError as exc:
             if not self._skew_logged:
                 self._skew_logged = True
@@ -340,7 +343,8 @@ class Scheduler:
                     self.core.set_paused(job_id, paused)
             elif kind == "recover" and not self._stopping:
                 self.firing.ended.update(msg[2])
-                self.firing.execute(self.core.recover(_recovered(msg[1]), self.clock()))
+                self.firing.execute(self.core.recover(_recovered(msg[1]), self.clock(),
+                                                     mono=self.mono()))
             elif kind == "store back":
                 self._store_back()
         except Exception:
@@ -355,7 +359,7 @@ class Scheduler:
             return
         try:
             occurrence, decision = self.core.trigger(job_id, self.clock(), planned=planned,
-                                                     origin=origin)
+                                                     origin=origin, mono=self.mono())
         except Exception as exc:
             if done is not None:
                 done.set_exception(exc)
@@ -373,7 +377,7 @@ class Scheduler:
 
     def _reload(self, jobs: tuple[JobDefinition, ...], done: Future[None]) -> None:
         try:
-            decision = self.core.reload(jobs, self.clock())
+            decision = self.core.reload(jobs, self.clock(), mono=self.mono())
             self._jobs = jobs
             self._known = frozenset(j.id for j in jobs)
             self._paused_seen = None  # the next pause poll reports every job
@@ -389,7 +393,8 @@ class Scheduler:
         """Past the kill grace: the dispatcher is shut down next; record what is left."""
         for key in list(self.firing.running):
             self.firing.execute(self.core.on_complete(
-                key, ExecutionStatus.CANCELLED, "cancelled: scheduler shut down", self.clock()))
+                key, ExecutionStatus.CANCELLED, "cancelled: scheduler shut down", self.clock(),
+                mono=self.mono()))
 
     def _kill_grace(self) -> float:
         longest = max((r.job.kill_timeout.total_seconds() for r in self.firing.running.values()),
@@ -409,7 +414,7 @@ class Scheduler:
                  "fires it missed", outage)
         self.notifier.notify(f"STATUS=scheduling {sum(1 for j in self._jobs if j.enabled)} "
                              "jobs")
-        self.firing.execute(self.core.store_back(self.clock()))
+        self.firing.execute(self.core.store_back(self.clock(), mono=self.mono()))
 
     # --- store polling (I/O thread) ---------------------------------------------------------
 

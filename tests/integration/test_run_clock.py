@@ -53,3 +53,53 @@ def test_clock_stepped_back_never_refires_and_resumes(tmp_path: Path) -> None:
     assert all((b - a) == timedelta(seconds=1) for a, b in zip(instants, instants[1:],
                                                                strict=False)), instants
     assert cursor is not None and cursor.cursor == instants[-1]
+
+
+def _one_slow_job(tmp_path: Path, timeout: float, sleep: float, clock: object
+                  ) -> tuple[Scheduler, object]:
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    config = Config(path=None, base_dir=tmp_path, database=url, jobs_dir=tmp_path,
+                    node_id="n1", heartbeat_interval=timedelta(seconds=1),
+                    shutdown_timeout=timedelta(seconds=2))
+    job = JobDefinition(id="slow", target=CommandTarget(("sleep", str(sleep))),
+                        every=timedelta(hours=1), timeout=timedelta(seconds=timeout),
+                        max_attempts=1, kill_timeout=timedelta(seconds=1))
+    store = open_store(url, node_id="n1")
+    return Scheduler(config, [job], store, clock=clock), store  # type: ignore[arg-type]
+
+
+def _wait_for(predicate: object, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize("step", [timedelta(seconds=-90), timedelta(hours=1)])
+def test_a_timeout_is_measured_on_the_monotonic_clock(tmp_path: Path, step: timedelta) -> None:
+    """A 2 s timeout ends a `sleep 30` 2 s after it started, whether the wall clock then
+    steps back 90 s (on the wall clock it would wait 92 s) or an hour ahead (it would
+    end the attempt at once, and so it must not end it before 2 s either)."""
+    offset = [timedelta(0)]
+
+    def clock() -> datetime:
+        return datetime.now(UTC) + offset[0]
+
+    sched, store = _one_slow_job(tmp_path, timeout=2, sleep=30, clock=clock)
+    sched.start()
+    try:
+        sched.trigger("slow")
+        assert _wait_for(lambda: store.list_executions(job_id="slow", limit=None), 5)
+        started = time.monotonic()
+        offset[0] = step
+        assert _wait_for(lambda: store.list_executions(job_id="slow", limit=None)[0]
+                         .status.value != "running", 8)
+        took = time.monotonic() - started
+    finally:
+        sched.stop()
+    [row] = store.list_executions(job_id="slow", limit=None)
+    store.close()
+    assert row.status.value == "dead_letter" and "timed out" in (row.error or ""), row
+    assert 1.0 < took < 6.0, took
