@@ -17,17 +17,13 @@ In order (the Java scheduler's order, SPEC section 3):
 A scheduled first attempt that waited for a queue_one turn, its group or a slot longer
 than ``misfire_threshold`` is not started: it is skipped as ``expired`` (SPEC section 4).
 
-Cluster-wide (the runtime's part). Guards held on other nodes are lock rows the runtime
-takes with the execution row; the core only learns of them through ``blocked``. For a
-serial group to stay FIFO across nodes the runtime must (1) retry a blocked fire as soon
-as the lock can be free, at the latest at ``until``: on this node the lock of the
-execution that just freed the group is released only when its final status is written
-(I/O thread), after the core already handed the group to the next local waiter, so that
-waiter's first try usually finds its own node's lock and is best retried right after
-that write commits; and (2) have the store grant a freed group lock to the group's
-oldest waiting fire, not to whichever node asks first (e.g. a blocked fire registers
-``(group, due, node)``, and a group lock is only taken by a fire with no older registered
-waiter): the core orders the waiters of one node, never those of two.
+Cluster-wide (the runtime's and the store's part). Guards held on other nodes are lock
+rows the runtime takes with the execution row; the core only learns of them through
+``blocked``. The core orders the waiters of one node; across nodes the store keeps a
+group FIFO: a fire blocked by its group's lock registers as a waiter, and a free group
+lock is only taken by a fire with no older live waiter (``group_waiters``, see
+:meth:`cronctl.store.rawsql.RawSql.take_locks`), so a group busy on one node most of the
+time still goes to a job waiting for it on another.
 
 Only a started attempt (:class:`Fire`) holds a slot; the runtime gives it back with
 ``on_complete`` (it ran) or ``release`` (it never started: lost election, unresolvable

@@ -66,6 +66,10 @@ PG_RELEASE_STALE = sa.text(
     f"WITH {_HELD} DELETE FROM guard_locks WHERE node_id NOT IN "
     "(SELECT node_id FROM scheduler_nodes) OR node_id IN "
     f"(SELECT n.node_id FROM scheduler_nodes n WHERE {_PG_DEAD})")
+PG_RELEASE_STALE_WAITERS = sa.text(
+    f"WITH {_HELD} DELETE FROM group_waiters WHERE node_id NOT IN "
+    "(SELECT node_id FROM scheduler_nodes) OR node_id IN "
+    f"(SELECT n.node_id FROM scheduler_nodes n WHERE {_PG_DEAD})")
 
 
 def pg_params(ttl: timedelta) -> dict[str, Any]:
@@ -171,4 +175,5 @@ def lock_engine(url: sa.engine.URL) -> Engine:
 
 
 __all__ = ["BEAT_INTERVAL", "LOCK_GRACE", "NodeLock", "PG_NODES", "PG_RELEASE_STALE",
+           "PG_RELEASE_STALE_WAITERS",
            "RESTART_GRACE", "dead_here", "lock_engine", "pg_params"]

@@ -18,6 +18,7 @@ from cronctl.store.records import (
 )
 from cronctl.store.sqlrows import execution_row
 from cronctl.store.tables import (
+    group_waiters,
     guard_locks,
     job_executions,
     scheduler_nodes,
@@ -55,6 +56,7 @@ class GuardLocks(SqlConnection):
 
     def release_locks(self, node_id: str) -> int:
         with self._write() as conn:
+            conn.execute(sa.delete(group_waiters).where(group_waiters.c.node_id == node_id))
             return int(conn.execute(
                 sa.delete(guard_locks).where(guard_locks.c.node_id == node_id)).rowcount)
 

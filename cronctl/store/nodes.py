@@ -15,6 +15,7 @@ from cronctl.store.liveness import (
     BEAT_INTERVAL,
     PG_NODES,
     PG_RELEASE_STALE,
+    PG_RELEASE_STALE_WAITERS,
     NodeLock,
     dead_here,
     lock_engine,
@@ -26,7 +27,7 @@ from cronctl.store.records import (
     require_aware,
 )
 from cronctl.store.sqlrows import node_row
-from cronctl.store.tables import guard_locks, scheduler_nodes
+from cronctl.store.tables import group_waiters, guard_locks, scheduler_nodes
 
 N = scheduler_nodes.c
 
@@ -50,12 +51,15 @@ def _judged(conn: Connection, pg: bool, now: datetime, ttl: timedelta
 
 
 def release_stale(conn: Connection, pg: bool, now: datetime, ttl: timedelta) -> int:
-    """Drop the guard locks of nodes that are dead or have no node row, in the caller's
+    """Drop the guard locks (and group waiters) of nodes that are dead or have no node
+    row, in the caller's
     write transaction (SQLite: its write lock keeps a dead node from registering again
     between the judgement and the delete; PostgreSQL: one statement)."""
     if pg:
+        conn.execute(PG_RELEASE_STALE_WAITERS, pg_params(ttl))
         return int(conn.execute(PG_RELEASE_STALE, pg_params(ttl)).rowcount)
     live = [n.node_id for n, dead in _judged(conn, pg, now, ttl) if not dead]
+    conn.execute(sa.delete(group_waiters).where(group_waiters.c.node_id.not_in(live)))
     return int(conn.execute(
         sa.delete(guard_locks).where(guard_locks.c.node_id.not_in(live))).rowcount)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -58,6 +58,24 @@ _NODE_CURSOR_UPSERT = (
 
 _LOCK_INSERT = ('INSERT INTO guard_locks ("key", execution_id, node_id, acquired_at) '
                 'VALUES (?, ?, ?, ?) ON CONFLICT ("key") DO NOTHING')
+# Serial-group fairness (see tables.group_waiters): an older live waiter of the group
+# keeps the group's free lock from anyone else; a blocked fire registers (or refreshes)
+# itself; the fire that takes the lock leaves the queue. A dead node's waiters are
+# dropped with its locks; one that stopped retrying (it expired, or its job was removed)
+# stops counting after WAITER_TTL, measured against the asking node's clock (a clock
+# that is off shortens or stretches that, never blocks a group for good).
+WAITER_TTL = timedelta(seconds=5)
+_WAITER_OLDER = (
+    'SELECT 1 FROM group_waiters w WHERE w."key" = ? AND w.seen_at > ? '
+    "AND (w.planned < ? OR (w.planned = ? AND w.job_id < ?)) LIMIT 1"
+)
+_WAITER_UPSERT = (
+    'INSERT INTO group_waiters ("key", job_id, planned, node_id, seen_at) '
+    'VALUES (?, ?, ?, ?, ?) ON CONFLICT ("key", job_id, planned) '
+    "DO UPDATE SET node_id = excluded.node_id, seen_at = excluded.seen_at"
+)
+_WAITER_DONE = 'DELETE FROM group_waiters WHERE "key" = ? AND job_id = ? AND planned = ?'
+GROUP_PREFIX = "group:"
 _FINAL = frozenset(s for s in ExecutionStatus
                    if s not in (ExecutionStatus.PENDING, ExecutionStatus.RUNNING))
 LOCK_CHUNK = 1000
@@ -198,14 +216,38 @@ class RawSql:
     def take_locks(self, cur: Any, execution_id: int, node_id: str, keys: Sequence[str],
                    at: datetime) -> str | None:
         """Take every key for ``execution_id``; on the first one held elsewhere, drop the
-        ones taken and return that key."""
+        ones taken and return that key. A serial group's key counts as held while an
+        older fire of the group waits for it (FIFO across nodes); a fire that finds its
+        group held joins that queue, and leaves it when it takes the group."""
         stamp = self.ts(at)
         for key in sorted(keys):
-            cur.execute(self.sql(_LOCK_INSERT), (key, execution_id, node_id, stamp))
-            if cur.rowcount != 1:
+            group = key.startswith(GROUP_PREFIX)
+            if group:
+                mine = self._waiter(cur, execution_id)
+                cur.execute(self.sql(_WAITER_OLDER),
+                            (key, self.ts(at - WAITER_TTL), mine[1], mine[1], mine[0]))
+                taken = cur.fetchone() is None
+            else:
+                taken = True
+            if taken:
+                cur.execute(self.sql(_LOCK_INSERT), (key, execution_id, node_id, stamp))
+                taken = cur.rowcount == 1
+            if group:
+                if taken:
+                    cur.execute(self.sql(_WAITER_DONE), (key, *mine))
+                else:
+                    cur.execute(self.sql(_WAITER_UPSERT), (key, *mine, node_id, stamp))
+            if not taken:
                 self.release_executions(cur, [execution_id])
                 return key
         return None
+
+    def _waiter(self, cur: Any, execution_id: int) -> tuple[str, Any]:
+        """(job id, planned instant) of an execution row: its place in a group's queue."""
+        cur.execute(self.sql("SELECT job_id, scheduled_at FROM job_executions WHERE id = ?"),
+                    (execution_id,))
+        job_id, planned = cur.fetchone()
+        return str(job_id), planned
 
     def release_executions(self, cur: Any, execution_ids: Sequence[int]) -> None:
         for start in range(0, len(execution_ids), LOCK_CHUNK):

@@ -198,6 +198,21 @@ skip_records = sa.Table(
     sa.Index("ix_skip_records_last_at_id", "last_at", "id"),
 )
 
+# Fires waiting for a serial group held on another node: a free group lock goes to its
+# oldest waiter (by planned instant, then job id), not to whichever node asks first, so a
+# group busy most of the time cannot starve a waiting job (see rawsql.take_locks). A row
+# lives while its fire retries (``seen_at``, refreshed by each try) and its node is live.
+group_waiters = sa.Table(
+    "group_waiters",
+    metadata,
+    sa.Column("key", sa.String(ID_LEN + 16), primary_key=True),  # "group:<name>"
+    sa.Column("job_id", sa.String(ID_LEN), primary_key=True),
+    sa.Column("planned", UtcDateTime(), primary_key=True),
+    sa.Column("node_id", sa.String(ID_LEN), nullable=False),
+    sa.Column("seen_at", UtcDateTime(), nullable=False),
+    sa.Index("ix_group_waiters_node_id", "node_id"),
+)
+
 # Per-node cursors of every_instance jobs: each node fires such a job on its own, so
 # its catch-up after downtime must depend on its own cursor, not on another node's.
 node_cursors = sa.Table(

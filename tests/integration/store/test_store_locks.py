@@ -84,11 +84,13 @@ def test_claim_guarded(store: Store) -> None:
 
 def test_racing_stores_one_takes_the_key(store_factory: StoreFactory, backend: str) -> None:
     for rnd in range(3):
-        at = T0 + timedelta(seconds=rnd)
-        got = race(store_factory, 4, lambda s, i, at=at: s.insert_guarded(
-            [row(f"j{i}", at, node=f"n{i}")])[0])
+        # A group per round: the losers of a round wait for their group (they would be
+        # served first: see the oldest-waiter test below).
+        at, key = T0 + timedelta(seconds=rnd), group_lock(f"g{rnd}")
+        got = race(store_factory, 4, lambda s, i, at=at, key=key: s.insert_guarded(
+            [row(f"j{i}", at, node=f"n{i}", locks=(key,))])[0])
         winners = [g for g in got if isinstance(g, int)]
-        assert len(winners) == 1 and got.count(G) == 3, got
+        assert len(winners) == 1 and got.count(key) == 3, got
         store = store_factory()
         assert [g.execution_id for g in store.guard_locks()] == winners
         assert store.transition(winners[0], S.RUNNING, S.SUCCEEDED, finished_at=at)
@@ -129,3 +131,55 @@ def test_orphaned_executions_of_a_stopped_node(store: Store) -> None:
     assert store.orphaned_executions() == []
     store.unregister_node("n1")
     assert [r.id for r in store.orphaned_executions()] == [mine]
+
+
+def test_a_freed_group_goes_to_its_oldest_waiter_not_to_whoever_asks_first(
+        store: Store) -> None:
+    """Issue 9, finding 8: ``late`` (due 2 s into ``blocker``'s run, on another node)
+    waits for the group; when it frees, ``blocker``'s next instant (asked first, on its
+    node) is refused the group until ``late`` has had it."""
+    s = timedelta(seconds=1)
+    [b1] = store.insert_guarded([row("blocker", T0, node="n1")])
+    assert isinstance(b1, int)
+    assert store.insert_guarded([row("late", T0 + 2 * s, node="n2")]) == [G]  # waits
+    store.transition(b1, S.RUNNING, S.SUCCEEDED, finished_at=T0 + 4 * s)
+    assert store.guard_locks() == []
+    # The group is free, but an older fire waits for it: blocker's next instant is refused.
+    assert store.insert_guarded([row("blocker", T0 + 5 * s, node="n1")]) == [G]
+    assert store.list_executions(job_id="blocker", limit=None)[0].id == b1
+    [late] = store.insert_guarded([row("late", T0 + 2 * s, node="n2")])
+    assert isinstance(late, int)
+    # It took the group and left the queue; blocker (now waiting itself) is next.
+    assert store.insert_guarded([row("other", T0 + 9 * s, node="n3")]) == [G]
+    store.transition(late, S.RUNNING, S.SUCCEEDED, finished_at=T0 + 5 * s)
+    [b2] = store.insert_guarded([row("blocker", T0 + 5 * s, node="n1")])
+    assert isinstance(b2, int)
+
+
+def test_a_waiter_that_stopped_asking_or_whose_node_left_stops_counting(
+        store: Store) -> None:
+    from dataclasses import replace
+
+    from cronctl.store.rawsql import WAITER_TTL
+
+    [b1] = store.insert_guarded([row("blocker", T0, node="n1")])
+    assert isinstance(b1, int)
+    assert store.insert_guarded([row("gone", T0, node="n2")]) == [G]
+    store.transition(b1, S.RUNNING, S.SUCCEEDED, finished_at=T0)
+    nxt = row("blocker", T0 + timedelta(seconds=1), node="n1")
+    # Asked within WAITER_TTL of the waiter's last try: still refused.
+    assert store.insert_guarded([replace(nxt, created_at=T0 + WAITER_TTL / 2)]) == [G]
+    # The waiter has not asked for longer than WAITER_TTL: it no longer holds the group.
+    [b2] = store.insert_guarded([replace(nxt, created_at=T0 + WAITER_TTL * 2)])
+    assert isinstance(b2, int)
+    store.transition(b2, S.RUNNING, S.SUCCEEDED, finished_at=T0)
+    # A node that leaves (its locks released) takes its waiters with it.
+    sec, g2 = timedelta(seconds=1), group_lock("other")
+    [h] = store.insert_guarded([row("holder", T0 + 3 * sec, node="n1", locks=(g2,))])
+    assert isinstance(h, int)
+    assert store.insert_guarded([row("early", T0 + sec, node="n2", locks=(g2,))]) == [g2]
+    store.transition(h, S.RUNNING, S.SUCCEEDED, finished_at=T0)
+    assert store.insert_guarded([row("late", T0 + 4 * sec, node="n1", locks=(g2,))]) == [g2]
+    store.release_locks("n2")
+    [b3] = store.insert_guarded([row("late", T0 + 4 * sec, node="n1", locks=(g2,))])
+    assert isinstance(b3, int)
