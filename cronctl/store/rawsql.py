@@ -75,6 +75,7 @@ _WAITER_UPSERT = (
     "DO UPDATE SET node_id = excluded.node_id, seen_at = excluded.seen_at"
 )
 _WAITER_DONE = 'DELETE FROM group_waiters WHERE "key" = ? AND job_id = ? AND planned = ?'
+_WAITERS_GONE = 'DELETE FROM group_waiters WHERE "key" = ? AND seen_at <= ?'
 GROUP_PREFIX = "group:"
 _FINAL = frozenset(s for s in ExecutionStatus
                    if s not in (ExecutionStatus.PENDING, ExecutionStatus.RUNNING))
@@ -223,9 +224,9 @@ class RawSql:
         for key in sorted(keys):
             group = key.startswith(GROUP_PREFIX)
             if group:
-                mine = self._waiter(cur, execution_id)
-                cur.execute(self.sql(_WAITER_OLDER),
-                            (key, self.ts(at - WAITER_TTL), mine[1], mine[1], mine[0]))
+                mine, gone = self._waiter(cur, execution_id), self.ts(at - WAITER_TTL)
+                cur.execute(self.sql(_WAITERS_GONE), (key, gone))  # (so the table stays small)
+                cur.execute(self.sql(_WAITER_OLDER), (key, gone, mine[1], mine[1], mine[0]))
                 taken = cur.fetchone() is None
             else:
                 taken = True
