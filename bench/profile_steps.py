@@ -100,7 +100,7 @@ def steps(n: int, gc_mode: str) -> list[tuple[str, float]]:
     io = IoWorker()
     firing = Firing(core=core, store=store, dispatcher=dispatcher,
                     flusher=LogFlusher(store), io=io, node_id="steps",
-                    clock=lambda: datetime.now(UTC), post=posted.append)
+                    clock=lambda: datetime.now(UTC), post=posted.append, mono=time.monotonic)
 
     # 2. the action loop over a burst of Enqueues (what a tick with full slots returns)
     core10 = SchedulerCore(jobs, max_concurrent_jobs=10, durable=False)

@@ -89,6 +89,7 @@ class FinalBatch:
         self._drain = drain
         self._clock = clock
         self._lock = threading.Lock()
+        self._writing = threading.Lock()  # one write at a time (I/O thread or settle)
         self._pending: list[tuple[int, ExecutionStatus, str | None, int | None]] = []
 
     def add(self, execution_id: int, status: ExecutionStatus, error: str | None,
@@ -105,6 +106,18 @@ class FinalBatch:
         """Write the batch. While the store is unreachable keep it (ahead of newer ones)
         for the next flush: a final status lost to an outage would leave its row
         ``running``, and recovery would run that occurrence again."""
+        with self._writing:
+            self._flush()
+
+    def settle(self) -> None:
+        """Write what has ended, now, on the calling thread, after any write in progress:
+        once it returns, the guard locks of this node's ended executions are free. The
+        scheduler thread calls it before taking guard locks, so a serial group handed to
+        a local waiter is not found still held by the execution that just left it (the
+        waiter would retry only after REMOTE_RETRY)."""
+        self.flush()
+
+    def _flush(self) -> None:
         with self._lock:
             batch, self._pending = self._pending, []
         if not batch:

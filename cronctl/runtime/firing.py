@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import collections
 import logging
-import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime
 
 from cronctl.core import (
@@ -63,7 +62,7 @@ class Firing:
         self, *, core: SchedulerCore, store: Store, dispatcher: Dispatcher,
         flusher: LogFlusher, io: IoWorker, node_id: str, clock: Callable[[], datetime],
         post: Callable[[tuple[object, ...]], None],
-        mono: Callable[[], float] = time.monotonic,
+        mono: Callable[[], float],
     ) -> None:
         self.core = core
         self.store = store
@@ -241,6 +240,9 @@ class Firing:
 
     def _record(self, ready: list[Ready], tracked: list[Ready], now: datetime,
                 follow: list[Action]) -> list[Ready]:
+        if any(r.locks for r in tracked):
+            with suppress(StoreUnavailable):  # (the insert reports it)
+                self.finals.settle()
         ok = self._write_rows(ready, tracked, now, follow)
         guarded = [r.execution_id for r in ok if r.locks and r.execution_id is not None]
         if guarded:

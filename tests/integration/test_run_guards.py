@@ -194,3 +194,42 @@ def test_a_freed_serial_group_goes_to_the_oldest_waiter_across_nodes_on_sqlite(
 def test_a_freed_serial_group_goes_to_the_oldest_waiter_across_nodes_on_postgresql(
         tmp_path: Path, postgres_url: str) -> None:
     _cluster_serial_group_is_fifo(Project(tmp_path, postgres_url))
+
+
+HANDOFF = '''
+[jobs.a]
+cron = "*/2 * * * * *"
+serial_group = "g"
+command = ["sleep", "1"]
+
+[jobs.b]
+cron = "*/2 * * * * *"
+serial_group = "g"
+command = ["true"]
+'''
+
+
+def test_a_serial_group_is_handed_to_the_local_waiter_when_it_frees(tmp_path: Path) -> None:
+    """The waiter of a group (same node) starts as the holder's final status is written,
+    not one blocked-retry interval (500 ms) later: before, the waiter's first try found
+    the lock still held by the execution that had just ended (its final status was still
+    queued for the I/O thread)."""
+    project = Project(tmp_path, f"sqlite:///{tmp_path / 'state.db'}")
+    project.jobs(HANDOFF)
+    run = project.start()
+    try:
+        assert run.wait_for(lambda t: "ready node=node-a" in t), run.text()
+        time.sleep(7.0)
+    finally:
+        assert run.stop() == 0, run.text()
+    by_instant: dict[object, list[ExecutionRecord]] = {}
+    for r in _rows(project, "a", "b"):
+        by_instant.setdefault(r.scheduled_at, []).append(r)
+    gaps = []
+    for pair in by_instant.values():
+        if len(pair) == 2 and all(r.finished_at is not None for r in pair):
+            first, second = sorted(pair, key=lambda r: r.started_at or r.scheduled_at)
+            assert first.finished_at is not None and second.started_at is not None
+            gaps.append((second.started_at - first.finished_at).total_seconds())
+    assert len(gaps) >= 2, by_instant
+    assert max(gaps) < 0.3, gaps
