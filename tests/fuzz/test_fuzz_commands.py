@@ -227,3 +227,45 @@ def test_section_tables(scratch: Path, database: str, data: st.DataObject, secti
         (root / "jobs.d" / "a.toml").write_text(
             '[jobs.a]\ncron = "0 * * * * *"\ncommand = ["true"]\n', encoding="utf-8")
         assert_clean(cli(command, root))
+
+
+# --- what the fuzzers found, kept as fixed examples --------------------------------------
+
+_INTERVAL = '[jobs.a]\nevery = "90s"\ncommand = ["true"]\n'
+
+
+@pytest.mark.parametrize(("files", "argv", "code", "expected"), [
+    # init: a --dir too long to stat was a traceback (OSError from Path.exists)
+    ({}, ["init", "--dir=" + "a" * 5000], 1, "error: cannot write aaaa"),
+    # an interval anchor outside years 1-9999 in UTC was a traceback (OverflowError)
+    ({"jobs.d/a.toml": _INTERVAL + "anchor = 0001-01-01T00:00:00+01:00\n"}, ["validate"], 1,
+     "key 'anchor': 0001-01-01T00:00:00+01:00 is out of range"),
+    ({"jobs.d/a.toml": _INTERVAL + 'anchor = "9999-12-31T23:59:59-14:00"\n'}, ["next", "a"], 1,
+     "is out of range"),
+    # a local time in a DST gap names no instant
+    ({}, ["next", "0 30 2 * * *", "--from=2026-03-08T02:30", "--tz=America/New_York"], 2,
+     "error: --from: 2026-03-08 02:30:00 does not exist in America/New_York"),
+    # a system crontab's user column with a control character was a traceback
+    ({"crontab": "@daily \x08 0\n"}, ["import-crontab", "--system", "--dry-run", "crontab"], 0,
+     "ran as \\x08 under cron"),
+    # systemd-unit: a newline in --config or --user would have added a directive
+    ({}, ["-c", "a\nExecStartPre=/bin/evil/c.toml", "systemd-unit"], 2,
+     "error: --config: "),
+    ({}, ["systemd-unit", "--user", "root\nExecStartPre=/bin/evil"], 2,
+     "error: --user: 'root\\nExecStartPre=/bin/evil' is not a user name"),
+])
+def test_findings(scratch: Path, files: dict[str, str], argv: list[str], code: int,
+                  expected: str) -> None:
+    with fresh(scratch) as root:
+        (root / "cronctl.toml").write_text('[scheduler]\ndatabase = "none"\n', encoding="utf-8")
+        for name, text in files.items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_text(text, encoding="utf-8")
+        outcome = cli(argv, root)
+        if argv[0] == "import-crontab":
+            _assert_import_clean(outcome)
+        else:
+            assert_clean(outcome)
+        assert outcome.code == code, str(outcome)
+        assert expected in outcome.out + outcome.err, str(outcome)
+        assert "ExecStartPre" not in outcome.out, str(outcome)
