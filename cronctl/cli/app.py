@@ -201,7 +201,7 @@ def _tolerant_output() -> None:
 def _fail(message: str, code: int) -> NoReturn:
     """The one ``error:`` line, with what the user typed escaped where it could break the
     line or the terminal (control characters, surrogates from non-UTF-8 argv bytes)."""
-    from cronctl.jobs.violation import printable
+    from cronctl.escaping import printable
 
     print(f"error: {printable(message)}", file=sys.stderr)
     raise SystemExit(code) from None

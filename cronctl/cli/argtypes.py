@@ -89,10 +89,16 @@ def is_relative(text: str, relative: str = AGO) -> bool:
 
 
 def parse_time(text: str, now: datetime, *, what: str, relative: str = AGO,
-               zone: tzinfo = UTC) -> datetime:
+               zone: tzinfo = UTC, gap_ok: bool = False) -> datetime:
     """``T``: ``now``, ISO 8601 (without an offset it is in ``zone``; a bare date is its
     midnight there; ``Z`` allowed) or a duration relative to ``now`` (see :data:`AGO`
-    and :data:`SIGNED`). Returns an aware UTC datetime."""
+    and :data:`SIGNED`). Returns an aware UTC datetime.
+
+    A local time inside a DST gap names no instant: :class:`UsageError`, unless
+    ``gap_ok`` (``why`` explains such a time), when it is read with the offset before
+    the gap, as Python does."""
+    from cronctl.cron.errors import NonexistentTimeError
+    from cronctl.cron.zones import utc_instant
     from cronctl.durations import DurationError, parse_duration
 
     value = text.strip()
@@ -114,9 +120,15 @@ def parse_time(text: str, now: datetime, *, what: str, relative: str = AGO,
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=zone)
     try:
+        # A local time inside a DST gap names no instant (next --from in --tz's zone);
+        # 0001-01-01T00:00+01:00 is before year 1 in UTC.
+        at = utc_instant(parsed)
+    except NonexistentTimeError as exc:
+        if not gap_ok:
+            raise UsageError(f"{what}: {exc}") from None
         at = parsed.astimezone(UTC)
-    except (OverflowError, ValueError):  # e.g. 0001-01-01T00:00+01:00 is before year 1
-        raise UsageError(f"{what}: {_shown(text)} is out of range") from None
+    except ValueError as exc:
+        raise UsageError(f"{what}: {exc}") from None
     return _bounded(at, text, what)
 
 

@@ -23,6 +23,7 @@ import typer
 
 from cronctl.cli.options import global_options
 from cronctl.errors import CronctlError, UsageError
+from cronctl.escaping import printable
 
 if TYPE_CHECKING:
     from cronctl.jobs.crontab import Conversion
@@ -199,12 +200,14 @@ def _report(conversion: Conversion, source: str, zone: str, written: Path | None
             *, quiet: bool) -> None:
     """Problems on stderr, one line each; the summary on stdout (stderr when the TOML
     itself went to stdout), unless --quiet."""
+    # A crontab's text and its file name reach the terminal escaped: one line each.
     for problem in conversion.not_converted:
-        typer.echo(f"{source}:{problem.line}: not converted: {problem.reason}", err=True)
+        typer.echo(printable(f"{source}:{problem.line}: not converted: {problem.reason}"),
+                   err=True)
     users = sorted({job.user for job in conversion.jobs if job.user})
     if users:
-        typer.echo(f"{source}: ran as {', '.join(users)} under cron; cronctl runs every job "
-                   "as its own user", err=True)
+        typer.echo(printable(f"{source}: ran as {', '.join(users)} under cron; cronctl runs "
+                             "every job as its own user"), err=True)
     if quiet:
         return
     count = len(conversion.jobs)
@@ -215,7 +218,7 @@ def _report(conversion: Conversion, source: str, zone: str, written: Path | None
         summary += "; nothing written"
     if count:
         summary += f" (lines without CRON_TZ/TZ fire in {zone})"
-    typer.echo(summary, err=written is None)
+    typer.echo(printable(summary), err=written is None)
 
 
 HELP = ("Convert a crontab into a job file that keeps cron's fire times.\n\n"

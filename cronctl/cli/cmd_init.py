@@ -98,17 +98,27 @@ def write_starter(directory: Path, force: bool, database: str | None = None) -> 
     ]
     if not force:
         for path, _ in files:
-            if path.exists() or path.is_symlink():
-                raise CronctlError(f"{path} already exists; use --force to overwrite it")
+            try:
+                taken = path.exists() or path.is_symlink()
+            except OSError as exc:  # found by fuzzing: a --dir too long to stat
+                raise CronctlError(f"cannot write {_shown(path)}: {exc.strerror or exc}"
+                                   ) from None
+            if taken:
+                raise CronctlError(f"{_shown(path)} already exists; use --force to overwrite it")
     written: list[Path] = []
     for path, text in files:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
         except OSError as exc:
-            raise CronctlError(f"cannot write {path}: {exc.strerror or exc}") from None
+            raise CronctlError(f"cannot write {_shown(path)}: {exc.strerror or exc}") from None
         written.append(path)
     return written
+
+
+def _shown(path: Path) -> str:
+    text = str(path)
+    return text if len(text) <= 200 else text[:200] + "..."
 
 
 def init(
@@ -120,9 +130,10 @@ def init(
 ) -> None:
     """Write a starter cronctl.toml and jobs.d/example.toml."""
     from cronctl.cli.options import global_options
+    from cronctl.escaping import printable
 
     for path in write_starter(directory, force, global_options(ctx).database):
-        typer.echo(f"wrote {path}")
+        typer.echo(printable(f"wrote {path}"))
     typer.echo("next: edit them, then run 'cronctl validate' and 'cronctl list'")
 
 

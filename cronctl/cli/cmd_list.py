@@ -13,6 +13,7 @@ import typer
 from cronctl.cli.options import global_options
 from cronctl.cli.shared import check_all, iso_z
 from cronctl.cli.tables import WIDE_HELP, Cell, Column, Output, Row, Table
+from cronctl.escaping import printable
 
 if TYPE_CHECKING:
     from cronctl.config import Config
@@ -135,7 +136,8 @@ def _statuses(checked: Any) -> JobStatusSource | None:
             config.database, [job.id for job in checked.result.jobs], node_id=config.node_id
         )
     except StoreError as exc:
-        typer.echo(f"warning: {exc}; last status and paused flags not shown", err=True)
+        typer.echo(printable(f"warning: {exc}; last status and paused flags not shown"),
+                   err=True)
         return None
 
 

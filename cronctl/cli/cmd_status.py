@@ -31,6 +31,7 @@ from cronctl.cli.tables import (
     local_time,
     until,
 )
+from cronctl.escaping import printable
 
 if TYPE_CHECKING:
     from cronctl.config import Config
@@ -246,7 +247,7 @@ def status(
         if store is not None:
             store.close()
     for warning in result.warnings:
-        typer.echo(f"warning: {warning}", err=True)
+        typer.echo(printable(f"warning: {warning}"), err=True)
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2))
     else:

@@ -1,16 +1,34 @@
-"""``cronctl systemd-unit``: print a unit file for this installation."""
+"""``cronctl systemd-unit``: print a unit file for this installation.
+
+Every value that comes from the user (the executable's path, ``--config``,
+``--jobs-dir``, ``--database``, ``--user``) is written so that systemd reads back exactly
+that value (systemd.syntax(7), systemd.service(5) "COMMAND LINES"): ``%`` is doubled (a
+specifier otherwise), ``ExecStart=`` words with spaces, quotes, backslashes or ``;`` are
+double-quoted with C-style escapes, and ``$`` in an argument is doubled (a variable
+otherwise). What a unit file cannot hold is refused with one ``error:`` line naming the
+option, never written half-right: control characters (a newline would start a new
+directive), text that is not UTF-8, a working directory ending in whitespace or a
+backslash (systemd trims the one and continues the line at the other), quotes or
+backslashes in the executable's path (systemd refuses to run it), and a database
+password (a unit file is readable by every user).
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
+import unicodedata
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from cronctl.cli import argtypes
 from cronctl.cli.options import global_options
+from cronctl.errors import UsageError
+from cronctl.escaping import printable
 
 UNIT_TEMPLATE = """\
 [Unit]
@@ -39,34 +57,131 @@ RestartSec=5
 WantedBy=multi-user.target
 """
 
+MAX_STOP_TIMEOUT = 36525 * 86400  # 100 years, as every duration (systemd takes more)
+# A word that systemd reads as written, unquoted (after %-doubling).
+_PLAIN_WORD = re.compile(r"[A-Za-z0-9_./:@+=,%-]+")
+# User=: a user name (what useradd and systemd's relaxed check both take) or a uid.
+_USER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,255}\$?")
+_MAX_UID = 2**32 - 2  # (uid_t) -1 is "no user"
+
+
+def _representable(what: str, text: str) -> None:
+    """Refuse what no unit file can hold: control characters (C0, C1, DEL, the line and
+    paragraph separators) and lone surrogates (argv bytes that are not UTF-8)."""
+    for ch in text:
+        category = unicodedata.category(ch)
+        if category == "Cs":
+            raise UsageError(f"{what}: {_shown(text)} is not valid UTF-8, which a unit file "
+                             "must be; rename it")
+        if category == "Cc" or ch in "\u2028\u2029":
+            raise UsageError(f"{what}: {_shown(text)} contains the control character "
+                             f"{printable(ch)}, which a unit file cannot hold; rename it")
+
+
+def _shown(text: str) -> str:
+    return repr(text) if len(text) <= 200 else repr(text[:200]) + "..."
+
+
+def exec_word(text: str, *, executable: bool = False) -> str:
+    """One word of ``ExecStart=``, quoted as systemd needs it to read back ``text``."""
+    escaped = text.replace("%", "%%")
+    if not executable:
+        escaped = escaped.replace("$", "$$")  # systemd expands $VAR in arguments only
+    if _PLAIN_WORD.fullmatch(text):
+        return escaped
+    return '"' + escaped.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _exec_start(argv: list[str], names: list[str]) -> str:
+    executable = argv[0]
+    _representable(names[0], executable)
+    if not executable.startswith("/"):
+        raise UsageError(f"{names[0]}: {_shown(executable)} is not an absolute path, which "
+                         "ExecStart= needs; run cronctl by its full path")
+    if any(ch in executable for ch in "\"'\\"):
+        raise UsageError(f"{names[0]}: {_shown(executable)} contains a quote or a backslash, "
+                         "and systemd refuses to run such an executable; install cronctl "
+                         "under another path")
+    words = [exec_word(executable, executable=True)]
+    for arg, name in zip(argv[1:], names[1:], strict=True):
+        _representable(name, arg)
+        words.append(exec_word(arg))
+    return " ".join(words)
+
+
+def _directory(what: str, path: Path) -> str:
+    """A ``WorkingDirectory=`` value: taken literally by systemd except for specifiers."""
+    text = str(path)
+    _representable(what, text)
+    if text != text.rstrip() or text.endswith("\\"):
+        raise UsageError(f"{what}: {_shown(text)} ends in whitespace or a backslash, which "
+                         "WorkingDirectory= cannot hold; rename the directory")
+    return text.replace("%", "%%")
+
+
+def _user_line(user: str | None) -> str:
+    if user is None:
+        return ""
+    if not _USER.fullmatch(user) or (user.isdecimal() and int(user) > _MAX_UID):
+        raise UsageError(f"--user: {_shown(user)} is not a user name (letters, digits, "
+                         "'_', '.' and '-', not starting with '.' or '-') or a numeric uid")
+    return f"User={user}\n"
+
 
 def render_unit(
-    executable: str,
+    executable: str | list[str],
     config: Path | None,
     user: str | None,
     workdir: Path,
     stop_timeout: int,
     after: str = "",
+    *,
+    jobs_dir: Path | None = None,
+    database: str | None = None,
 ) -> str:
-    args = [executable]
-    if config is not None:
-        args += ["--config", str(config)]
-    args.append("run")
+    """The unit file, or :class:`UsageError` for a value it cannot hold (module doc)."""
+    argv = [executable] if isinstance(executable, str) else list(executable)
+    names = ["the cronctl executable"] * len(argv)
+    for option, value in (("--config", config), ("--jobs-dir", jobs_dir),
+                          ("--database", database)):
+        if value is not None:
+            argv += [option, str(value)]
+            names += [option, option]
+    argv.append("run")
+    names.append("run")
+    exec_start = _exec_start(argv, names)
     return UNIT_TEMPLATE.format(
         after=f" {after}" if after else "",
-        exec_start=" ".join(args),
-        user=f"User={user}\n" if user else "",
-        workdir=workdir,
+        exec_start=exec_start,
+        user=_user_line(user),
+        workdir=_directory("--config" if config is not None else "WorkingDirectory", workdir),
         stop_timeout=stop_timeout,
     )
 
 
-def _executable() -> str:
+def _executable() -> list[str]:
     found = shutil.which("cronctl")
     if found:
-        return os.path.abspath(found)
+        return [os.path.abspath(found)]
     # Running as `python -m cronctl` from a virtualenv: use its interpreter.
-    return f"{sys.executable} -m cronctl"
+    return [sys.executable, "-m", "cronctl"]
+
+
+def _database(value: str) -> str:
+    """``--database`` as the service must see it: a relative SQLite path made absolute
+    (the service runs elsewhere), and never with a password in it."""
+    from cronctl.config import normalize_database
+    from cronctl.store.urls import password_of
+
+    try:
+        url = normalize_database(value, Path.cwd())
+    except ValueError as exc:
+        raise UsageError(f"--database: {exc}") from None
+    if password_of(url):
+        raise UsageError("--database: the URL holds a password, and a unit file is readable "
+                         "by every user; put the URL in the config file or in "
+                         "CRONCTL_DATABASE_URL through an EnvironmentFile= instead")
+    return url
 
 
 def register(app: typer.Typer) -> None:
@@ -84,15 +199,21 @@ def register(app: typer.Typer) -> None:
             int,
             typer.Option(
                 "--stop-timeout",
-                min=1,
-                help="TimeoutStopSec; keep it above the config's shutdown_timeout.",
+                parser=argtypes.count("--stop-timeout", maximum=MAX_STOP_TIMEOUT),
+                help="TimeoutStopSec (seconds); keep it above the config's "
+                     "shutdown_timeout.",
             ),
         ] = 45,
     ) -> None:
         """Print a systemd unit file (Type=notify) for this installation."""
         options = global_options(ctx)
-        config = options.config.resolve() if options.config is not None else None
+        config = options.config.absolute() if options.config is not None else None
+        if config is not None:
+            _representable("--config", str(config))
+            config = config.resolve()
         workdir = config.parent if config is not None else Path("/var/lib/cronctl")
+        jobs_dir = options.jobs_dir.absolute() if options.jobs_dir is not None else None
+        database = _database(options.database) if options.database else None
         typer.echo(
             render_unit(
                 _executable(),
@@ -101,6 +222,8 @@ def register(app: typer.Typer) -> None:
                 workdir,
                 stop_timeout,
                 after="postgresql.service" if postgres else "",
+                jobs_dir=jobs_dir,
+                database=database,
             ),
             nl=False,
         )

@@ -29,7 +29,8 @@ def _instant(job: JobDefinition, text: str, now: datetime) -> tuple[datetime, da
 
     value = text.strip()
     zone = load_zone(job.timezone) if job.every is None else UTC
-    at = argtypes.parse_time(value, now, what="AT", zone=zone)  # one-line errors
+    # A time in a DST gap is a fair question ("not planned: DST gap skipped").
+    at = argtypes.parse_time(value, now, what="AT", zone=zone, gap_ok=True)  # one-line errors
     if argtypes.is_relative(value) or job.every is not None:
         return at, None
     try:

@@ -194,9 +194,9 @@ def execution_json(record: ExecutionRecord) -> dict[str, Any]:
 
 def escape_for_terminal(text: str) -> str:
     """Control characters escaped, except newlines and tabs (tracebacks stay readable)."""
-    from cronctl.escaping import escape_control
+    from cronctl.escaping import printable
 
-    return "\n".join(escape_control(line).replace("\\t", "\t") for line in text.split("\n"))
+    return "\n".join(printable(line).replace("\\t", "\t") for line in text.split("\n"))
 
 
 # --- shell completion ------------------------------------------------------------------

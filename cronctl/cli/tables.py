@@ -92,9 +92,9 @@ class Layout:
 def one_line(text: str) -> str:
     """Control characters (newlines too) written as ``\\n``, ``\\x1b``, ...: a cell never
     breaks its row nor moves the cursor."""
-    from cronctl.escaping import escape_control
+    from cronctl.escaping import printable
 
-    return escape_control(text)
+    return printable(text)
 
 
 def _char_width(char: str) -> int:

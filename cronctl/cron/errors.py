@@ -22,3 +22,7 @@ class UnknownTimezoneError(ValueError):
     def __init__(self, name: str) -> None:
         super().__init__(f"unknown time zone {name!r}")
         self.name = name
+
+
+class NonexistentTimeError(ValueError):
+    """A local time that the clocks skip (inside a DST gap): it names no instant."""

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from cronctl.cron.errors import CronSyntaxError
-from cronctl.cron.zones import MAX_EPOCH, MIN_EPOCH
+from cronctl.cron.zones import MAX_EPOCH, MIN_EPOCH, utc_instant
 from cronctl.durations import DurationError, parse_duration
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -49,7 +49,11 @@ class Interval:
             )
         if self.anchor.tzinfo is None or self.anchor.utcoffset() is None:
             raise ValueError("interval anchor must be a timezone-aware datetime")
-        object.__setattr__(self, "anchor", self.anchor.astimezone(UTC))
+        try:
+            anchor = utc_instant(self.anchor)
+        except ValueError as exc:
+            raise CronSyntaxError(f"anchor {exc}", field="anchor") from None
+        object.__setattr__(self, "anchor", anchor)
 
     @classmethod
     def parse(cls, text: str, anchor: datetime = EPOCH) -> Interval:

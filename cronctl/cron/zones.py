@@ -17,7 +17,7 @@ from bisect import bisect_right
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from cronctl.cron.errors import UnknownTimezoneError
+from cronctl.cron.errors import NonexistentTimeError, UnknownTimezoneError
 
 _BUCKET_SHIFT = 25  # 2**25 s ~ 388 days per bucket
 _PROBE = 6 * 3600  # no two offset changes in tzdata are closer than this and cancel out
@@ -34,6 +34,29 @@ MAX_EPOCH = int(
 
 
 _ZONES: dict[str, tzinfo] = {}
+
+
+def utc_instant(at: datetime) -> datetime:
+    """The UTC instant an aware ``at`` names. ``ValueError`` (one line) when it names
+    none: a local time inside a DST gap (2026-03-08 02:30 in America/New_York, which the
+    clocks skip; Python would silently read it with the offset before the gap), or a time
+    whose UTC instant falls outside datetime's years 1-9999 (0001-01-01T00:00+01:00);
+    :class:`NonexistentTimeError` (a ``ValueError``) for the gap.
+    Either fold of a repeated local time names an instant: ``at.fold`` picks it."""
+    if at.tzinfo is None or at.utcoffset() is None:
+        raise ValueError(f"{at.isoformat()} has no time zone or UTC offset")
+    try:
+        utc = at.astimezone(UTC)
+        back = utc.astimezone(at.tzinfo)
+    except (OverflowError, ValueError):
+        raise ValueError(f"{at.isoformat()} is out of range: its UTC instant is outside "
+                         "the years 1-9999") from None
+    if back.replace(tzinfo=None) != at.replace(tzinfo=None, fold=0):
+        raise NonexistentTimeError(
+            f"{at.replace(tzinfo=None).isoformat(sep=' ')} does not exist in "
+            f"{zone_name(at.tzinfo)}: the clocks skip it (a DST gap); use a time outside "
+            "the gap or a UTC offset")
+    return utc
 
 
 def load_zone(zone: str | tzinfo) -> tzinfo:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from cronctl.escaping import escape_control
+from cronctl.escaping import printable
 
 log = logging.getLogger("cronctl.dispatch")
 job_log = logging.getLogger("cronctl.job")
@@ -58,20 +58,20 @@ class ProcessLogSink:
 
     def log(self, level: int, message: str) -> None:
         if self._logger.isEnabledFor(level):
-            self._logger.log(level, "job %s: %s", escape_control(self.job_id),
-                             escape_control(message),
+            self._logger.log(level, "job %s: %s", printable(self.job_id),
+                             printable(message),
                              extra={"job_id": self.job_id, "execution_id": self.execution_id})
 
     def discard(self, count: int) -> None:
         self._logger.warning("job %s: %d more output lines were discarded (over 1 MiB)",
-                             escape_control(self.job_id), count,
+                             printable(self.job_id), count,
                              extra={"job_id": self.job_id, "execution_id": self.execution_id})
 
     def progress(self, done: float, total: float | None, message: str | None) -> None:
         if self._logger.isEnabledFor(logging.DEBUG):
             of = "" if total is None else f"/{total:g}"
-            text = f" {escape_control(message)}" if message else ""
-            self._logger.debug("job %s: progress %g%s%s", escape_control(self.job_id), done, of,
+            text = f" {printable(message)}" if message else ""
+            self._logger.debug("job %s: progress %g%s%s", printable(self.job_id), done, of,
                                text, extra={"job_id": self.job_id,
                                             "execution_id": self.execution_id})
 
@@ -172,7 +172,7 @@ class LogFlusher:
             self._buffered += 1
         echo = self._echo
         if echo is not None and echo.isEnabledFor(logging.DEBUG):
-            echo.debug("execution %s: %s", execution_id, escape_control(message))
+            echo.debug("execution %s: %s", execution_id, printable(message))
 
     def _discard(self, execution_id: int, count: int) -> None:
         if count > 0:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
+from cronctl.cron.zones import utc_instant
 from cronctl.durations import DurationError, parse_duration
 from cronctl.jobs.model import (
     DstFold,
@@ -100,7 +101,14 @@ def to_anchor(value: Any) -> datetime:
         value = datetime.combine(value, time(0))
     if not isinstance(value, datetime):
         raise BadValue(f"must be a date-time, not {_type_name(value)} ({value!r})")
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
+    if value.tzinfo is None or value.utcoffset() is None:
+        return value.replace(tzinfo=UTC)
+    try:
+        # Found by fuzzing: 9999-12-31T23:59:59-14:00 (after year 9999 in UTC) was a
+        # traceback; a decorator's zoned anchor inside a DST gap names no instant at all.
+        return utc_instant(value)
+    except ValueError as exc:
+        raise BadValue(str(exc)) from None
 
 
 _ZONES: list[str] | None = None

@@ -367,7 +367,7 @@ def render_toml(conversion: Conversion, *, source: str) -> str:
             out.append(f"#     {_comment(problem.reason)}")
     tables: dict[str, Any] = {}
     for job in conversion.jobs:
-        who = f" (user {job.user})" if job.user else ""
+        who = f" (user {_comment(job.user)})" if job.user else ""
         out.append("")
         out.append(f"# {_comment(source)} line {job.line}{who}: {_comment(job.text.strip())}")
         out.append(tomli_w.dumps({"jobs": {job.id: job.table}}).rstrip("\n"))

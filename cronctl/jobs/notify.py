@@ -122,6 +122,12 @@ def _webhook(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValueError("must be an http(s) URL string, e.g. \"https://hooks.example.org/x\"")
     url = value.strip()
+    # What urllib cannot send: found by fuzzing, such URLs passed validation and every
+    # delivery then failed (http.client refuses control characters and spaces in a URL,
+    # and a request line must be ASCII).
+    if any(ch.isspace() or not ch.isprintable() for ch in url):
+        raise ValueError("not an http(s) URL: it contains a space or a control character; "
+                         "percent-encode it (a space is %20)")
     try:
         parts = urlsplit(url)
         ok = parts.scheme in ("http", "https") and bool(parts.hostname)
@@ -133,6 +139,9 @@ def _webhook(value: Any) -> str:
         why = (f"scheme {scheme!r} is not http or https" if scheme and "://" in url
                else "write a full http(s) URL, e.g. \"https://hooks.example.org/x\"")
         raise ValueError(f"not an http(s) URL: {why}")
+    if not (parts.path + parts.query + parts.fragment).isascii():
+        raise ValueError("not an http(s) URL: its path or query holds characters that are "
+                         "not ASCII; percent-encode them")
     return url
 
 
@@ -146,8 +155,11 @@ def _headers(value: Any) -> tuple[tuple[str, str], ...]:
         # The value is a secret: say what is wrong, never what it is.
         if not isinstance(item, str):
             raise ValueError(f"the value of header {name!r} must be a string")
-        if "\r" in item or "\n" in item:
-            raise ValueError(f"the value of header {name!r} must be one line")
+        if any(not ch.isprintable() and ch != "\t" for ch in item):
+            # CR/LF would split the request; NUL and other control characters are refused
+            # by http.client at every delivery.
+            raise ValueError(f"the value of header {name!r} must be one line of printable "
+                             "text")
         out.append((str(name), item))
     return tuple(out)
 
@@ -157,6 +169,9 @@ def _command(value: Any) -> tuple[str, ...]:
             or not all(isinstance(item, str) for item in value) or not value[0].strip()):
         raise ValueError("must be an argv: a non-empty array of strings, e.g. "
                          "[\"/usr/sbin/sendmail\", \"-t\"]")
+    if any("\x00" in item for item in value):
+        raise ValueError("an argv string cannot hold a NUL character (no program would get "
+                         "it)")
     return tuple(value)
 
 

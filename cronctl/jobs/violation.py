@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from cronctl.escaping import printable
+
 
 @dataclass(frozen=True)
 class Violation:
@@ -35,21 +37,6 @@ class Violation:
 
     def to_json(self) -> dict[str, str | None]:
         return {"source": self.source, "job": self.job, "key": self.key, "message": self.message}
-
-
-# Control characters (C0, DEL, C1), the Unicode line and paragraph separators, and lone
-# surrogates (what Python puts in argv for bytes that are not UTF-8) written as escapes.
-# Found by fuzzing: a jobs_dir "a\rb" or a job id with \x1c split one violation over two
-# lines (str.splitlines breaks at both), an ESC could drive the terminal, and a surrogate
-# made printing the message itself fail with UnicodeEncodeError.
-_UNPRINTABLE = {i: f"\\x{i:02x}" for i in [*range(0x20), 0x7F, *range(0x80, 0xA0)]}
-_UNPRINTABLE.update({ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"})
-_UNPRINTABLE.update({i: f"\\u{i:04x}" for i in (0x2028, 0x2029, *range(0xD800, 0xE000))})
-
-
-def printable(text: str) -> str:
-    """``text`` as one safe line for a terminal or a log: see ``_UNPRINTABLE``."""
-    return text.translate(_UNPRINTABLE)
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:

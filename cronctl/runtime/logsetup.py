@@ -15,7 +15,7 @@ import sys
 from datetime import UTC, datetime
 from typing import TextIO
 
-from cronctl.escaping import escape_control
+from cronctl.escaping import printable
 from cronctl.runtime.logwriter import ThreadedStreamHandler
 
 _HANDLER_NAME = "cronctl-run"
@@ -53,7 +53,7 @@ class TextFormatter(logging.Formatter):
         text = f"{_utc(record)} {record.levelname} {record.getMessage()}"
         if record.exc_info:
             text += " | " + self.formatException(record.exc_info)
-        return escape_control(text)
+        return printable(text)
 
 
 class JsonFormatter(logging.Formatter):
@@ -62,14 +62,14 @@ class JsonFormatter(logging.Formatter):
             "ts": _utc(record),
             "level": record.levelname,
             "logger": record.name,
-            "message": escape_control(record.getMessage()),
+            "message": printable(record.getMessage()),
         }
         for attr, key in (("job_id", "job"), ("execution_id", "exec")):
             value = getattr(record, attr, None)
             if value is not None:
-                doc[key] = escape_control(str(value))
+                doc[key] = printable(str(value))
         if record.exc_info:
-            doc["error"] = escape_control(self.formatException(record.exc_info))
+            doc["error"] = printable(self.formatException(record.exc_info))
         return json.dumps(doc, ensure_ascii=False)
 
 

@@ -2,7 +2,7 @@
 
 The default example counts are modest so ``make test`` runs the whole directory in well
 under a minute; ``CRONCTL_FUZZ_EXAMPLES=5000 pytest tests/fuzz`` runs a longer campaign
-(each test scales its own default by the same factor).
+(each test scales its own default, and its pytest timeout, by the same factor).
 
 A settings object, not a global profile: loading a profile here would change the
 hypothesis defaults of every other test in the same pytest process.
@@ -16,12 +16,16 @@ import signal
 import sys
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+Test = TypeVar("Test", bound=Callable[..., Any])
 
 _BASE = 100  # the unscaled default of CRONCTL_FUZZ_EXAMPLES
 
@@ -34,11 +38,32 @@ def _requested() -> int:
         return _BASE
 
 
-def fuzz_settings(default_examples: int) -> settings:
+# pyproject's per-test pytest-timeout, meant for the default scale. A campaign runs each
+# test that many times longer, so its timeout grows by the same factor (a 5000-example
+# run would otherwise be cut off at two minutes and reported as a hang).
+_TEST_TIMEOUT = 120
+
+
+def scaled_timeout() -> float:
+    """Seconds a fuzz test may take at the requested scale (never below the default)."""
+    return _TEST_TIMEOUT * max(1.0, _requested() / _BASE)
+
+
+def fuzz_settings(default_examples: int) -> Callable[[Test], Test]:
     """``default_examples`` at the default scale; proportionally more when
     ``CRONCTL_FUZZ_EXAMPLES`` asks for more (it is the count of a test whose default is
-    100)."""
+    100), with the test's timeout scaled alike (:func:`scaled_timeout`)."""
     examples = max(1, default_examples * _requested() // _BASE)
+    chosen = _settings(examples)
+    timeout = pytest.mark.timeout(scaled_timeout())
+
+    def apply(test: Test) -> Test:
+        return timeout(chosen(test))  # type: ignore[no-any-return]
+
+    return apply
+
+
+def _settings(examples: int) -> settings:
     return settings(
         max_examples=examples,
         deadline=None,  # hangs are caught by `deadline()` below, slowness is not a bug

@@ -14,7 +14,7 @@ import re
 from datetime import date, datetime, time
 from typing import Any
 
-from fuzz_strategies import BIG, cron_expressions, durations, zones
+from fuzz_strategies import BIG, ODD, cron_expressions, durations, zones
 from hypothesis import strategies as st
 
 _BARE = re.compile(r"[A-Za-z0-9_-]+")
@@ -107,6 +107,79 @@ _commands = st.one_of(
     any_value,
 )
 
+# Text that breaks parsers: unicode digits (str.isdigit() is true, int() refuses some),
+# control characters, odd spaces, very long strings, mixed into otherwise good values.
+_strange = st.one_of(
+    st.sampled_from(ODD),
+    st.lists(st.sampled_from(ODD), min_size=1, max_size=3).map("".join),
+    st.tuples(st.sampled_from(("1", "80", "9464", "30d", "1h", "x", "")), st.sampled_from(ODD))
+    .map(lambda t: t[0] + t[1]),
+    st.sampled_from(("a" * 5000, "1" * 5000, "²", "1²", "²s", "٣m", "①d", "𝟘", "9464²")),
+    st.text(max_size=20),
+)
+_durationish_strange = st.one_of(_durationish, _strange)
+_countish_strange = st.one_of(_countish, _strange, st.floats(),
+                              st.sampled_from(("5", "20", "-1", "1e3", "²")))
+
+# [retention], [metrics], [notify] (SPEC section 7), and a job's notify table.
+RETENTION_VALUES: dict[str, st.SearchStrategy[Any]] = {
+    "executions": _durationish_strange,
+    "skipped": _durationish_strange,
+    "interval": _durationish_strange,
+    "keep_last": _countish_strange,
+    "max_log_lines": _countish_strange,
+}
+_listen = st.one_of(
+    st.sampled_from(("127.0.0.1:9464", ":9464", "9464", "[::1]:9464", "[::1]", "::1:9464",
+                     "localhost:", "localhost:80", "host:²", "²", ":²", "[zz]:1", "[::1]:٣",
+                     "a b:1", "\x00:1", "h\n:1", "0.0.0.0:0", ":65536", ":-1", "0x10", "+80",
+                     " 80 ", "1_000", "ü.example:80", "[", "]:1", "[]:1", ":", "",
+                     "999999999999999999999", "a" * 300 + ":80", "-a:80", "1.2.3.4.5:80")),
+    st.integers(-(2**64), 2**64),
+    st.sampled_from((0, 1, 80, 65535, 65536, -1)),
+    _strange,
+    any_value,
+)
+METRICS_VALUES: dict[str, st.SearchStrategy[Any]] = {"listen": _listen}
+_events = st.sampled_from(("dead_letter", "dead-letter", "DEAD_LETTER", "abandoned", "missed",
+                           "recovered", "late", "succeeded", "failed", "cancelled", "skipped",
+                           "dead", "", " ", "missed ", "ü", "late\n"))
+_webhooks = st.one_of(
+    st.sampled_from(("https://hooks.example.org/x", "http://127.0.0.1:1/h", "https://", "http:",
+                     "ftp://x/y", "https://h:99999/x", "https://h:port/x", "https://[::1/x",
+                     "https://h/a b", "https://h/\x00", "https://h/\n", "https://ü.example/x",
+                     "https://u:p@h/x?token=s", "//h/x", "hooks.example.org", "",
+                     "https://" + "a" * 3000)),
+    st.text(max_size=30).map(lambda t: "https://h/" + t),
+    _strange,
+    any_value,
+)
+_header_tables = st.dictionaries(
+    st.one_of(st.sampled_from(("Authorization", "X-Token", "", "a b", "ü", "a:b", "\n")),
+              st.text(max_size=8)),
+    st.one_of(st.text(max_size=20), _strange, any_value), max_size=3)
+_argvs = st.one_of(
+    st.lists(st.one_of(st.sampled_from(("/usr/sbin/sendmail", "-t", "true", "")), _strange),
+             max_size=3),
+    st.sampled_from(("sendmail -t", "", [], [""], [" "], ["a\x00b"])),
+    any_value,
+)
+NOTIFY_VALUES: dict[str, st.SearchStrategy[Any]] = {
+    "on": st.one_of(st.lists(_events, max_size=4), _events, any_value),
+    "webhook": _webhooks,
+    "headers": st.one_of(_header_tables, any_value),
+    "command": _argvs,
+}
+SECTION_VALUES = {"retention": RETENTION_VALUES, "metrics": METRICS_VALUES,
+                  "notify": NOTIFY_VALUES}
+
+
+@st.composite
+def notify_table(draw: st.DrawFn) -> dict[str, Any]:
+    keys = draw(st.lists(st.sampled_from(sorted(NOTIFY_VALUES)), max_size=4, unique=True))
+    return {key: draw(NOTIFY_VALUES[key]) for key in keys}
+
+
 JOB_VALUES: dict[str, st.SearchStrategy[Any]] = {
     "cron": st.one_of(cron_expressions, any_value),
     "every": st.one_of(durations, _durationish),
@@ -139,7 +212,7 @@ JOB_VALUES: dict[str, st.SearchStrategy[Any]] = {
     "env": st.one_of(st.dictionaries(_keys, st.text(max_size=10), max_size=4), any_value),
     "cwd": st.one_of(_paths, any_value),
     "description": st.one_of(st.text(max_size=200), any_value),
-    "notify": any_value,
+    "notify": st.one_of(notify_table(), any_value),
 }
 _job_ids = st.one_of(
     st.sampled_from(("a", "b", "job-1", "x.y", "A_b-9", "", " ", "a b", "é", "a" * 201,
@@ -266,8 +339,8 @@ SCHEDULER_VALUES: dict[str, st.SearchStrategy[Any]] = {
     "clock_skew_limit": _durationish,
     "python_path": st.one_of(st.lists(_paths, max_size=3), any_value),
 }
-_sections = ("scheduler", "scheduler", "scheduler", "retention", "notify", "metrics", "jobs",
-             "schedulr")
+_sections = ("scheduler", "scheduler", "scheduler", "retention", "retention", "notify", "notify",
+             "metrics", "metrics", "jobs", "schedulr", "notfy")
 
 
 @st.composite
@@ -283,11 +356,12 @@ def config_text(draw: st.DrawFn) -> str:
     sections: dict[str, dict[str, Any]] = {}
     for name in draw(st.lists(st.sampled_from(_sections), max_size=3, unique=True)):
         table: dict[str, Any] = {}
-        if name == "scheduler":
-            for key in draw(st.lists(st.sampled_from(sorted(SCHEDULER_VALUES)), max_size=5,
-                                     unique=True)):
-                table[key] = draw(SCHEDULER_VALUES[key])
-        for key in draw(st.lists(_keys, max_size=2)):
-            table[key] = draw(any_value)
+        known = SCHEDULER_VALUES if name == "scheduler" else SECTION_VALUES.get(name)
+        if known:
+            for key in draw(st.lists(st.sampled_from(sorted(known)), max_size=5, unique=True)):
+                table[key] = draw(known[key])
+        if not known or not _often(draw):
+            for key in draw(st.lists(_keys, max_size=2)):
+                table[key] = draw(any_value)  # unknown keys
         sections[name] = table
     return _document(sections, "", {})

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from cronctl.dispatch.logbuffer import LogFlusher, ProcessLogSink, escape_control
+from cronctl.dispatch.logbuffer import LogFlusher, ProcessLogSink, printable
 from cronctl.jobs.model import Origin
 from cronctl.store import Store, open_store
 from cronctl.store.base import LogEntry, StoreUnavailable
@@ -267,4 +267,4 @@ def test_process_log_sink_escapes_control_characters(caplog: pytest.LogCaptureFi
     text = [r.getMessage() for r in caplog.records]
     assert text[0] == "job job\\x1b[31m: two\\nlines\\r and \\x1b[2J"
     assert text[1] == "job job\\x1b[31m: progress 1/2 half\\n"
-    assert escape_control("tab\there\x7f\x85") == "tab\\there\\x7f\\x85"
+    assert printable("tab\there\x7f\x85") == "tab\\there\\x7f\\x85"

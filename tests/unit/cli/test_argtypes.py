@@ -56,3 +56,20 @@ def test_bad_times(text: str, message: str) -> None:
     with pytest.raises(UsageError, match=f"^--since: .*{message}") as info:
         parse_time(text, NOW, what="--since")
     assert len(str(info.value)) < 200
+
+
+def test_a_local_time_in_a_dst_gap_names_no_instant() -> None:
+    # America/New_York, 2026-03-08: 02:00 EST -> 03:00 EDT. next --from refuses it with
+    # what to do; why (gap_ok) reads it as Python does, to explain "DST gap skipped".
+    zone = ZoneInfo("America/New_York")
+    with pytest.raises(UsageError, match=r"^--from: 2026-03-08 02:30:00 does not exist in "
+                                         r"America/New_York: .*DST gap.*UTC offset") as info:
+        parse_time("2026-03-08T02:30", NOW, what="--from", relative=SIGNED, zone=zone)
+    assert len(str(info.value).splitlines()) == 1
+    assert parse_time("2026-03-08T02:30", NOW, what="AT", zone=zone,
+                      gap_ok=True) == datetime(2026, 3, 8, 7, 30, tzinfo=UTC)
+    # An offset makes it an instant; the repeated 01:30 of 11-01 is one too (its first pass).
+    assert parse_time("2026-03-08T02:30-05:00", NOW, what="--from", zone=zone) == datetime(
+        2026, 3, 8, 7, 30, tzinfo=UTC)
+    assert parse_time("2026-11-01T01:30", NOW, what="--from", zone=zone) == datetime(
+        2026, 11, 1, 5, 30, tzinfo=UTC)

@@ -233,6 +233,21 @@ class TestIntervals:
             z("2026-01-01T00:20"), z("2026-01-01T01:20"), z("2026-01-01T02:20"),
         ]
 
+    def test_an_anchor_that_names_no_instant_is_a_syntax_error(self) -> None:
+        # America/New_York 2026: 03-08 02:00 EST -> 03:00 EDT (gap), 11-01 02:00 EDT ->
+        # 01:00 EST (01:xx twice).
+        zone = ZoneInfo("America/New_York")
+        with pytest.raises(CronSyntaxError, match=r"anchor 2026-03-08 02:30:00 does not exist "
+                                                  r"in America/New_York.*DST gap"):
+            Interval(timedelta(hours=1), anchor=datetime(2026, 3, 8, 2, 30, tzinfo=zone))
+        for text in ("0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-14:00"):
+            with pytest.raises(CronSyntaxError, match="out of range"):
+                Interval(timedelta(hours=1), anchor=datetime.fromisoformat(text))
+        first = Interval(timedelta(hours=1), anchor=datetime(2026, 11, 1, 1, 30, tzinfo=zone))
+        second = Interval(timedelta(hours=1),
+                          anchor=datetime(2026, 11, 1, 1, 30, fold=1, tzinfo=zone))
+        assert (first.anchor, second.anchor) == (z("2026-11-01T05:30"), z("2026-11-01T06:30"))
+
     def test_no_dst(self) -> None:
         sched = Schedule("@every 1h", "America/New_York")
         got = sched.between(z("2026-03-08T05:30"), z("2026-03-08T08:30"))

@@ -311,3 +311,14 @@ def test_any_text_converts_or_is_reported_line_by_line(lines: list[str], system:
     if conversion.jobs:
         data = tomllib.loads(render_toml(conversion, source="fuzz\n\x00"))
         assert set(data["jobs"]) == set(ids)
+
+
+def test_a_control_character_in_a_system_crontabs_user_column_stays_in_the_comment() -> None:
+    # Found by the test above: the user column went into a comment unescaped, and the
+    # rendered file (a backspace in a TOML comment) failed its own read-back check.
+    conversion = convert_crontab("@daily \x08 0\n", system=True, default_zone="UTC")
+    (job,) = conversion.jobs
+    assert job.user == "\x08"
+    document = render_toml(conversion, source="crontab")
+    assert "(user \\x08)" in document
+    assert tomllib.loads(document)["jobs"][job.id]["command"] == "0"

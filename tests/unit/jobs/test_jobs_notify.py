@@ -86,6 +86,13 @@ def test_a_job_table_overrides_the_global_one_key_by_key() -> None:
      "the value of header 'Authorization' must be a string"),
     ('headers = { X = "a\\nb" }', "notify.headers", "the value of header 'X' must be one line"),
     ("webhok = 1", "notify.webhok", "unknown key (did you mean 'webhook'?)"),
+    # What urllib or subprocess would refuse at every delivery is refused when read.
+    ('webhook = "https://h/a b"', "notify.webhook", "space or a control character"),
+    ('webhook = "https://h/\\u0000"', "notify.webhook", "space or a control character"),
+    ('webhook = "https://h/caf\u00e9"', "notify.webhook", "not ASCII; percent-encode"),
+    ('headers = { X = "a\\u0000b" }', "notify.headers", "must be one line of printable"),
+    ('headers = { X = "a\\u001bb" }', "notify.headers", "must be one line of printable"),
+    ('command = ["mail", "a\\u0000b"]', "notify.command", "NUL character"),
 ])
 def test_notify_violations(write: WriteJob, load: Load, body: str, key: str, text: str
                            ) -> None:

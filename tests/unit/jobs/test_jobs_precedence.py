@@ -41,6 +41,26 @@ class Orders:
     def plain(self) -> None: ...
 """
 
+GAP_ANCHOR = """
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from cronctl import cron_job, operation, service
+
+@service(namespace="shop", name="gaps")
+class Gaps:
+    @operation("in-gap")
+    # 02:30 on 2026-03-08 does not exist in New York (02:00 -> 03:00)
+    @cron_job(id="gaps.in-gap", every="1h",
+              anchor=datetime(2026, 3, 8, 2, 30, tzinfo=ZoneInfo("America/New_York")))
+    def in_gap(self) -> None: ...
+
+    @operation("in-fold")
+    @cron_job(id="gaps.in-fold", every="1h",
+              anchor=datetime(2026, 11, 1, 1, 30, fold=1, tzinfo=ZoneInfo("America/New_York")))
+    def in_fold(self) -> None: ...
+"""
+
 
 @pytest.fixture
 def registry(fake_dists: FakeDists) -> ServiceRegistry:
@@ -168,3 +188,16 @@ def test_enum_spellings_and_command_forms(load: Load, write: WriteJob) -> None:
     assert a.mode is Mode.SINGLE_INSTANCE
     assert a.schedule_text == "@every 1m30s"
     assert b.target == CommandTarget(argv=("ls | wc -l",), shell=True)
+
+
+def test_a_decorator_anchor_in_a_dst_gap_is_a_violation(load: Load,
+                                                         fake_dists: FakeDists) -> None:
+    # A zoned local time the clocks skip names no instant: Python would quietly read it
+    # with the offset before the gap.
+    module = fake_dists.module(fake_dists.unique("gaps"), GAP_ANCHOR)
+    registry = discover_services([EntryPoint("gaps", f"{module}:Gaps", "cronctl.services")])
+    result = load(registry=registry)
+    (violation,) = result.violations
+    assert (violation.job, violation.key) == ("gaps.in-gap", "anchor")
+    assert "2026-03-08 02:30:00 does not exist in America/New_York" in violation.message
+    assert "DST gap" in violation.message  # and the fold's second pass (fold=1) is fine

@@ -31,6 +31,13 @@ RULES = [
      "only applies to 'every'"),
     ("anchor-bad", 'every = "1m"\nanchor = "yesterday"\ncommand = ["true"]\n', "anchor",
      "ISO 8601"),
+    # Found by fuzzing: both were tracebacks (OverflowError converting to UTC).
+    ("anchor-before-year-1-in-utc",
+     'every = "1m"\nanchor = 0001-01-01T00:00:00+01:00\ncommand = ["true"]\n', "anchor",
+     "out of range"),
+    ("anchor-after-year-9999-in-utc",
+     'every = "1m"\nanchor = "9999-12-31T23:59:59-14:00"\ncommand = ["true"]\n', "anchor",
+     "out of range"),
     ("unknown-zone", OK + 'timezone = "Europe/Berln"\n', "timezone",
      "did you mean 'Europe/Berlin'"),
     ("zone-not-string", OK + "timezone = 3\n", "timezone", "must be a string"),
