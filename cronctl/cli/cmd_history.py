@@ -20,7 +20,7 @@ from cronctl.cli.shared import (
     escape_for_terminal,
     execution_json,
     iso_z,
-    open_state,
+    open_reader,
     require_job_defined,
 )
 from cronctl.cli.tables import WIDE_HELP, Cell, Column, Output, Row, Table, local_time
@@ -29,7 +29,8 @@ from cronctl.errors import UsageError
 if TYPE_CHECKING:
     from cronctl.config import Config
     from cronctl.jobs.model import ExecutionStatus
-    from cronctl.store.base import ExecutionRecord, Store
+    from cronctl.store.base import ExecutionRecord
+    from cronctl.store.reader import Reader
     from cronctl.store.records import SkipRecord
 
 
@@ -56,7 +57,7 @@ def wants_skips(text: str | None) -> bool:
     return text is not None and any(p.strip().lower() == SKIPPED for p in text.split(","))
 
 
-def skip_entries(store: Store, config: Config, *, job_id: str | None,
+def skip_entries(store: Reader, config: Config, *, job_id: str | None,
                  since: datetime | None, until: datetime | None, limit: int
                  ) -> list[dict[str, Any]]:
     """Skip records in the ``history --json`` shape, one entry per planned instant (a
@@ -211,7 +212,7 @@ def history(
     until_at = argtypes.parse_time(until, now, what="--until") if until is not None else None
     if since_at is not None and until_at is not None and since_at > until_at:
         raise UsageError(f"--since {iso_z(since_at)} is after --until {iso_z(until_at)}")
-    config, store = open_state(options)
+    config, store = open_reader(options)
     try:
         records: list[ExecutionRecord] = []
         skips: list[dict[str, Any]] = []

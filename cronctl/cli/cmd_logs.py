@@ -24,21 +24,22 @@ from cronctl.cli.shared import (
     execution_json,
     get_execution,
     iso_z,
-    open_state,
+    open_reader,
     require_job_defined,
 )
 from cronctl.errors import NotFoundError, UsageError
 
 if TYPE_CHECKING:
     from cronctl.config import Config
-    from cronctl.store.base import ExecutionRecord, LogLine, Store
+    from cronctl.store.base import ExecutionRecord, LogLine
+    from cronctl.store.reader import Reader
 
 FOLLOW_INTERVAL = 0.5
 JOB_EXECUTIONS = 20  # --job without -n: the lines of this many newest executions
 
 
 def resolve_target(
-    config: Config, store: Store | None, execution_id: int | None, job: str | None
+    config: Config, store: Reader | None, execution_id: int | None, job: str | None
 ) -> ExecutionRecord:
     """The execution named by ``EXECUTION_ID`` or ``--job JOB`` (its newest execution)."""
     if (execution_id is None) == (job is None):
@@ -80,7 +81,7 @@ def logs(
 ) -> None:
     """Show an execution's job log lines."""
     options = global_options(ctx)
-    config, store = open_state(options)
+    config, store = open_reader(options)
     if job is not None and execution_id is None:
         try:
             _job_logs(config, store, job, lines, follow, as_json)
@@ -113,7 +114,7 @@ def logs(
                                "lines": [line_json(x) for x in collected]}, indent=2))
 
 
-def _job_logs(config: Config, store: Store | None, job: str, lines: int | None,
+def _job_logs(config: Config, store: Reader | None, job: str, lines: int | None,
               follow: bool, as_json: bool) -> None:
     newest = resolve_target(config, store, None, job)
     assert store is not None
@@ -145,12 +146,12 @@ def _job_logs(config: Config, store: Store | None, job: str, lines: int | None,
             seen[r.id] = after
 
 
-def _last_seq(store: Store, execution_id: int) -> int:
+def _last_seq(store: Reader, execution_id: int) -> int:
     existing = store.read_logs(execution_id)
     return existing[-1].seq if existing else 0
 
 
-def _follow(store: Store, record: ExecutionRecord, last_seq: int, collected: list[LogLine],
+def _follow(store: Reader, record: ExecutionRecord, last_seq: int, collected: list[LogLine],
             *, echo: bool) -> ExecutionRecord:
     """Poll for new lines until the execution is final; one more read after that catches
     lines drained just after it ended."""

@@ -19,7 +19,7 @@ import typer
 
 from cronctl.cli.attention import Attention, attention
 from cronctl.cli.options import global_options
-from cronctl.cli.shared import iso_z, open_state
+from cronctl.cli.shared import iso_z, reader_for
 from cronctl.cli.tables import (
     WIDE_HELP,
     Cell,
@@ -36,7 +36,8 @@ from cronctl.escaping import printable
 if TYPE_CHECKING:
     from cronctl.config import Config
     from cronctl.jobs.model import JobDefinition
-    from cronctl.store.base import ExecutionRecord, NodeRecord, Store
+    from cronctl.store.base import ExecutionRecord, NodeRecord
+    from cronctl.store.reader import Reader
 
 HEARTBEAT_TTL_FACTOR = 3  # = runtime/scheduler.py: ttl = heartbeat_interval * 3
 
@@ -96,7 +97,7 @@ def next_fires(jobs: Sequence[JobDefinition], paused: set[str], now: datetime
     return sorted(fires, key=lambda f: (f.at is None, f.at or now, f.job))
 
 
-def collect(config: Config, store: Store | None, jobs: Sequence[JobDefinition],
+def collect(config: Config, store: Reader | None, jobs: Sequence[JobDefinition],
             now: datetime, warnings: Sequence[str] = ()) -> Status:
     """What ``status`` shows. ``store`` is ``None`` when there is no state (yet)."""
     nodes: list[NodeRecord] = []
@@ -240,7 +241,7 @@ def status(
         # nodes and executions, just not the next fires of a configuration that cannot run.
         warnings.append(f"{len(loaded.violations)} violation(s) in the job definitions; next "
                         "fires not shown (see 'cronctl validate')")
-    store = None if config.in_memory else open_state(options)[1]
+    store = None if config.in_memory else reader_for(config)
     try:
         result = collect(config, store, loaded.jobs, now, warnings)
     finally:

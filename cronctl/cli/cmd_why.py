@@ -12,12 +12,12 @@ import typer
 
 from cronctl.cli import argtypes
 from cronctl.cli.options import global_options
-from cronctl.cli.shared import complete_job_ids, execution_json, iso_z, open_state
+from cronctl.cli.shared import complete_job_ids, execution_json, iso_z, open_reader
 
 if TYPE_CHECKING:
     from cronctl.core.why import Verdict
     from cronctl.jobs.model import JobDefinition
-    from cronctl.store.base import Store
+    from cronctl.store.reader import Reader
 
 _TICK = timedelta(microseconds=1)
 
@@ -61,7 +61,7 @@ def _gap_answer(job: JobDefinition, wall: datetime) -> tuple[datetime | None, bo
     return None, True
 
 
-def decide(job: JobDefinition, at_text: str, store: Store | None, now: datetime
+def decide(job: JobDefinition, at_text: str, store: Reader | None, now: datetime
            ) -> tuple[Verdict, list[Any]]:
     from cronctl.core import needs_store as is_tracked  # = runtime.firing.is_tracked
     from cronctl.core.timing import schedule_for
@@ -112,7 +112,7 @@ def why(
 
     options = global_options(ctx)
     now = datetime.now(UTC)
-    config, store = open_state(options)
+    config, store = open_reader(options)
     try:
         job = find_job(config.job_settings, job_id, now=now)
         verdict, executions = decide(job, at, store, now)

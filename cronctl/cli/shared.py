@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from cronctl.jobs.violation import Violation
     from cronctl.options import GlobalOptions
     from cronctl.store.base import ExecutionRecord, Store
+    from cronctl.store.reader import Reader
 
 
 # --- the configuration and the jobs ----------------------------------------------------
@@ -74,39 +75,65 @@ def open_state(options: GlobalOptions) -> tuple[Config, Store | None]:
     """The config and its store. ``None`` when the SQLite file does not exist yet (nothing
     ever ran; an operator command must not create it). Raises :class:`StoreError` for
     ``database = "none"``: there is no shared state to look at."""
-    from cronctl.config import load_config, redact_url
+    from cronctl.config import load_config
 
     config = load_config(options)
-    url = config.database
-    if url.strip().lower() == "none":
+    if _no_state(config):
+        return config, None
+    return config, _open_store(config)
+
+
+def open_reader(options: GlobalOptions) -> tuple[Config, Reader | None]:
+    """Like :func:`open_state`, for the commands that only read (``history``, ``logs``,
+    ``status``, ``why``): a database at the schema head is read without SQLAlchemy
+    (:mod:`cronctl.store.reader`), anything else through the full store."""
+    from cronctl.config import load_config
+
+    config = load_config(options)
+    return config, reader_for(config)
+
+
+def reader_for(config: Config) -> Reader | None:
+    """:func:`open_reader` for a configuration already loaded."""
+    if _no_state(config):
+        return None
+    from cronctl.store.reader import open_reader as open_db_reader
+
+    reader = open_db_reader(config.database)
+    return reader if reader is not None else _open_store(config)
+
+
+def _no_state(config: Config) -> bool:
+    """True when the SQLite file does not exist yet; :class:`StoreError` for
+    ``database = "none"``."""
+    if config.database.strip().lower() == "none":
         raise StoreError(
             "the database is 'none': executions are kept in the scheduler's memory only; "
             "set [scheduler] database (or --database) to a SQLite or PostgreSQL URL"
         )
-    if _sqlite_file_missing(url):
-        return config, None
+    return _sqlite_file_missing(config.database)
+
+
+def _open_store(config: Config) -> Store:
+    from cronctl.config import redact_url
     from cronctl.store import open_store
 
+    url = config.database
     try:
-        store = open_store(url, node_id=config.node_id, auto_migrate=config.auto_migrate)
+        return open_store(url, node_id=config.node_id, auto_migrate=config.auto_migrate)
     except StoreError:
         raise
     except Exception as exc:  # a driver error the store did not wrap
         raise StoreError(f"cannot open {redact_url(url)}: {exc}") from None
-    return config, store
 
 
 def _sqlite_file_missing(url: str) -> bool:
-    if not url.lower().startswith("sqlite"):
-        return False
-    from sqlalchemy.engine import make_url
+    from cronctl.store.urls import sqlite_path
 
-    try:
-        parsed = make_url(url)
-    except Exception:
+    if not url.strip().lower().startswith("sqlite"):
         return False
-    database = parsed.database
-    if database in (None, "", ":memory:") or database.startswith("file:"):
+    database = sqlite_path(url)
+    if database is None or database.startswith("file:"):
         return False
     return not Path(database).exists()
 
@@ -141,7 +168,7 @@ def open_for_writing(config: Config, what: str) -> Store:
     return store
 
 
-def get_execution(store: Store | None, execution_id: int) -> ExecutionRecord:
+def get_execution(store: Reader | None, execution_id: int) -> ExecutionRecord:
     """Execution ``execution_id``, or :class:`NotFoundError` (exit 3)."""
     record = None if store is None else store.get_execution(execution_id)
     if record is None:

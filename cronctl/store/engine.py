@@ -13,8 +13,7 @@ from sqlalchemy import event, exc
 from sqlalchemy.engine import Engine
 
 from cronctl.errors import StoreError
-from cronctl.store.records import SchemaMismatch, StoreUnavailable
-from cronctl.store.urls import kind_of, redact, scrub
+from cronctl.store.urls import database_error, kind_of, redact
 
 SQLITE_BUSY_TIMEOUT_MS = 5000
 PG_CONNECT_TIMEOUT_S = 5
@@ -123,44 +122,9 @@ def _first_line(error: BaseException) -> str:
 
 def translate(error: exc.SQLAlchemyError, url: str) -> StoreError:
     """One clear, password-free error for ``error`` raised while using ``url``."""
-    where = redact(url)
-    detail = scrub(_first_line(error), url)
-    low = detail.lower()
-    if "readonly" in low or "read-only" in low:
-        return StoreError(
-            f"database {where} is read-only ({detail}): make the file and its directory "
-            "writable by this user, or choose another --database"
-        )
-    if "file is not a database" in low or "malformed" in low or "not a database" in low:
-        return StoreError(
-            f"database {where} is not a valid SQLite database ({detail}): restore it from a "
-            "backup, or move it away so that cronctl creates a new one"
-        )
-    if "unable to open database file" in low:
-        return StoreError(
-            f"cannot open database {where} ({detail}): check that its directory exists and "
-            "is writable"
-        )
-    if "database is locked" in low or "database is busy" in low:
-        return StoreUnavailable(
-            f"database {where} is locked by another process ({detail}): try again"
-        )
-    if "password authentication failed" in low or "authentication failed" in low:
-        return StoreError(
-            f"cannot log in to database {where} ({detail}): check the user name and password"
-        )
-    if "no such table" in low or ("relation" in low and "does not exist" in low):
-        return SchemaMismatch(
-            f"database {where} has no cronctl tables ({detail}): run `cronctl db upgrade`"
-        )
-    if "database" in low and "does not exist" in low:
-        return StoreError(f"database {where} does not exist ({detail}): create it first")
-    if isinstance(error, exc.OperationalError | exc.InterfaceError | exc.DisconnectionError):
-        return StoreUnavailable(
-            f"cannot reach database {where} ({detail}): check that the server is running "
-            "and reachable, then try again"
-        )
-    return StoreError(f"database error on {where}: {detail}")
+    transient = isinstance(error, exc.OperationalError | exc.InterfaceError
+                           | exc.DisconnectionError)
+    return database_error(_first_line(error), url, transient=transient)
 
 
 @contextmanager

@@ -17,7 +17,6 @@ from cronctl.store.records import (
     require_aware,
     statuses,
 )
-from cronctl.store.sqlrows import execution_row
 from cronctl.store.tables import (
     job_executions,
 )
@@ -82,9 +81,8 @@ class Executions(SqlConnection):
             return self._raw.transitions(cur, changes)
 
     def get_execution(self, execution_id: int) -> ExecutionRecord | None:
-        with self._read() as conn:
-            row = conn.execute(sa.select(job_executions).where(X.id == execution_id)).first()
-        return None if row is None else execution_row(row)
+        with self._raw_read() as cur:
+            return self._raw.get_execution(cur, execution_id)
 
     def list_executions(
         self,
@@ -95,53 +93,17 @@ class Executions(SqlConnection):
         until: datetime | None = None,
         limit: int | None = 50,
     ) -> list[ExecutionRecord]:
-        wanted = (None if status is None
-                  else list(dict.fromkeys(s.value for s in statuses(status))))
-        if wanted is not None and len(wanted) > 1 and limit is not None:
-            # One indexed query per status, merged here: for several statuses an index
-            # ends in the order of none of them, and SQLite then walks the whole table
-            # in (scheduled_at, id) order when few rows match (1M rows: 0.2 s).
-            found = [r for one in wanted for r in self.list_executions(
-                job_id=job_id, status=ExecutionStatus(one), since=since, until=until,
-                limit=limit)]
-            found.sort(key=lambda r: (r.scheduled_at, r.id), reverse=True)
-            return found[:limit]
-        q = sa.select(job_executions)
-        if job_id is not None:
-            q = q.where(X.job_id == job_id)
-        if wanted is not None:
-            q = q.where(X.status.in_(wanted))
-        if since is not None:
-            q = q.where(X.scheduled_at >= require_aware(since, "since"))
-        if until is not None:
-            q = q.where(X.scheduled_at <= require_aware(until, "until"))
-        q = q.order_by(X.scheduled_at.desc(), X.id.desc())
-        if limit is not None:
-            q = q.limit(limit)
-        with self._read() as conn:
-            return [execution_row(r) for r in conn.execute(q)]
+        with self._raw_read() as cur:
+            return self._raw.list_executions(cur, job_id=job_id, status=status, since=since,
+                                             until=until, limit=limit)
 
     def latest_executions(self, job_ids: Collection[str]) -> dict[str, ExecutionRecord]:
-        if not job_ids:
-            return {}
-        rank = (
-            sa.func.row_number()
-            .over(partition_by=X.job_id, order_by=(X.scheduled_at.desc(), X.id.desc()))
-            .label("rank")
-        )
-        inner = sa.select(job_executions, rank).where(X.job_id.in_(list(job_ids))).subquery()
-        q = sa.select(*(inner.c[c.name] for c in job_executions.c)).where(inner.c.rank == 1)
-        with self._read() as conn:
-            return {r.job_id: execution_row(r) for r in conn.execute(q)}
+        with self._raw_read() as cur:
+            return self._raw.latest_executions(cur, job_ids)
 
     def executions_of_occurrence(self, job_id: str, occurrence_id: str) -> list[ExecutionRecord]:
-        q = (
-            sa.select(job_executions)
-            .where(X.job_id == job_id, X.occurrence_id == occurrence_id)
-            .order_by(X.attempt, X.id)
-        )
-        with self._read() as conn:
-            return [execution_row(r) for r in conn.execute(q)]
+        with self._raw_read() as cur:
+            return self._raw.executions_of_occurrence(cur, job_id, occurrence_id)
 
     def pending_or_running(
         self,
@@ -150,19 +112,9 @@ class Executions(SqlConnection):
         job_ids: Collection[str] | None = None,
         node_ids: Collection[str] | None = None,
     ) -> list[ExecutionRecord]:
-        q = sa.select(job_executions).where(X.status.in_(LIVE))
-        if node_id is not None:
-            q = q.where(X.node_id == node_id)
-        if node_ids is not None:
-            q = q.where(X.node_id.in_(list(node_ids)))
-        if job_ids is not None:
-            q = q.where(X.job_id.in_(list(job_ids)))
-        # Sorted here, not by the database: live rows are few, and an ORDER BY made
-        # SQLite walk the (scheduled_at, id) index over the whole table instead of
-        # reading them through (status, scheduled_at, id) (1M rows: 0.2 s).
-        with self._read() as conn:
-            rows = [execution_row(r) for r in conn.execute(q)]
-        return sorted(rows, key=lambda r: (r.scheduled_at, r.id))
+        with self._raw_read() as cur:
+            return self._raw.pending_or_running(cur, node_id=node_id, job_ids=job_ids,
+                                                node_ids=node_ids)
 
     def record_process(self, execution_id: int, pgid: int, process_start: str | None) -> None:
         with self._write() as conn:

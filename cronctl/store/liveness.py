@@ -26,64 +26,35 @@ back on the heartbeat age and ``ttl``.
 from __future__ import annotations
 
 import contextlib
-import socket
 import threading
-from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from cronctl import processes
 from cronctl.store.engine import PG_CONNECT_TIMEOUT_S, translated
+from cronctl.store.reads import (
+    LOCK_GRACE,
+    PG_HELD,
+    PG_NODE_KEY,
+    RESTART_GRACE,
+    dead_here,
+    pg_dead,
+    pg_params,
+)
 from cronctl.store.records import StoreUnavailable
-from cronctl.store.tables import UtcDateTime
 
 BEAT_INTERVAL = 0.5  # seconds: how often a live node heartbeats on PostgreSQL
-LOCK_GRACE = timedelta(seconds=1.5)
-RESTART_GRACE = timedelta(seconds=5)
 
-# The lock key: a 64-bit hash the server computes, the same for every node of a cluster.
-_KEY = "hashtextextended('cronctl-node:' || {}, 0)"
-# Advisory locks held in this database, as the bigint keys they were taken with (a bigint
-# key shows in pg_locks as classid = high 32 bits, objid = low 32 bits, objsubid = 1).
-_HELD = (
-    "held AS (SELECT (classid::bigint << 32) | objid::bigint AS k FROM pg_locks "
-    "WHERE locktype = 'advisory' AND objsubid = 1 AND granted "
-    "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))"
-)
-_PG_DEAD = (
-    "((n.process_start IS NOT NULL AND " + _KEY.format("n.node_id") + " NOT IN "
-    "(SELECT k FROM held) AND n.heartbeat_at < now() - :grace "
-    "AND pg_postmaster_start_time() < now() - :restart) "
-    "OR n.heartbeat_at <= now() - :ttl)"
-)
-PG_NODES = sa.text(
-    f"WITH {_HELD} SELECT n.node_id, n.host, n.pid, n.started_at, n.heartbeat_at, "
-    f"n.process_start, {_PG_DEAD} AS dead FROM scheduler_nodes n ORDER BY n.node_id"
-).columns(started_at=UtcDateTime(), heartbeat_at=UtcDateTime())
+_DEAD = pg_dead(lambda name: f":{name}")
 PG_RELEASE_STALE = sa.text(
-    f"WITH {_HELD} DELETE FROM guard_locks WHERE node_id NOT IN "
+    f"WITH {PG_HELD} DELETE FROM guard_locks WHERE node_id NOT IN "
     "(SELECT node_id FROM scheduler_nodes) OR node_id IN "
-    f"(SELECT n.node_id FROM scheduler_nodes n WHERE {_PG_DEAD})")
+    f"(SELECT n.node_id FROM scheduler_nodes n WHERE {_DEAD})")
 PG_RELEASE_STALE_WAITERS = sa.text(
-    f"WITH {_HELD} DELETE FROM group_waiters WHERE node_id NOT IN "
+    f"WITH {PG_HELD} DELETE FROM group_waiters WHERE node_id NOT IN "
     "(SELECT node_id FROM scheduler_nodes) OR node_id IN "
-    f"(SELECT n.node_id FROM scheduler_nodes n WHERE {_PG_DEAD})")
-
-
-def pg_params(ttl: timedelta) -> dict[str, Any]:
-    return {"grace": LOCK_GRACE, "restart": RESTART_GRACE, "ttl": ttl}
-
-
-def dead_here(host: str, pid: int, ident: str | None, heartbeat_at: datetime,
-              now: datetime, ttl: timedelta) -> bool:
-    """The SQLite rule (see the module docstring) for one node row."""
-    if ident is not None and processes.on_this_boot(ident):
-        return not processes.alive(pid, ident)
-    if ident is not None and processes.boot_id() is not None and host == socket.gethostname():
-        return True  # recorded during an earlier boot of this host
-    return heartbeat_at <= now - ttl
+    f"(SELECT n.node_id FROM scheduler_nodes n WHERE {_DEAD})")
 
 
 class NodeLock:
@@ -145,8 +116,8 @@ class NodeLock:
         with translated(self._url):
             conn = self._engine.connect()
             try:
-                got = conn.execute(sa.text(f"SELECT pg_try_advisory_lock({_KEY.format(':k')})"),
-                                   {"k": self.node_id}).scalar()
+                take = f"SELECT pg_try_advisory_lock({PG_NODE_KEY.format(':k')})"
+                got = conn.execute(sa.text(take), {"k": self.node_id}).scalar()
             except BaseException:
                 conn.close()
                 raise
@@ -174,6 +145,6 @@ def lock_engine(url: sa.engine.URL) -> Engine:
                       "application_name": "cronctl-node"})
 
 
-__all__ = ["BEAT_INTERVAL", "LOCK_GRACE", "NodeLock", "PG_NODES", "PG_RELEASE_STALE",
+__all__ = ["BEAT_INTERVAL", "LOCK_GRACE", "NodeLock", "PG_RELEASE_STALE",
            "PG_RELEASE_STALE_WAITERS",
            "RESTART_GRACE", "dead_here", "lock_engine", "pg_params"]

@@ -17,7 +17,6 @@ from cronctl.store.records import (
 )
 from cronctl.store.tables import (
     job_executions,
-    job_logs,
 )
 
 
@@ -72,19 +71,8 @@ class JobLogs(SqlConnection):
     def read_logs(
         self, execution_id: int, *, after_seq: int = 0, limit: int | None = None
     ) -> list[LogLine]:
-        L = job_logs.c
-        q = (
-            sa.select(job_logs)
-            .where(L.execution_id == execution_id, L.seq > after_seq)
-            .order_by(L.seq)
-        )
-        if limit is not None:
-            q = q.limit(limit)
-        with self._read() as conn:
-            return [
-                LogLine(int(r.execution_id), int(r.seq), r.at, r.level, r.message)
-                for r in conn.execute(q)
-            ]
+        with self._raw_read() as cur:
+            return self._raw.read_logs(cur, execution_id, after_seq=after_seq, limit=limit)
 
     def record_progress(
         self, execution_id: int, done: float, total: float | None, message: str | None

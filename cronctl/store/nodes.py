@@ -13,7 +13,6 @@ from sqlalchemy.engine import Connection, Engine
 from cronctl.store.connection import SqlConnection
 from cronctl.store.liveness import (
     BEAT_INTERVAL,
-    PG_NODES,
     PG_RELEASE_STALE,
     PG_RELEASE_STALE_WAITERS,
     NodeLock,
@@ -21,6 +20,7 @@ from cronctl.store.liveness import (
     lock_engine,
     pg_params,
 )
+from cronctl.store.reads import ReadQueries
 from cronctl.store.records import (
     NodeIdInUse,
     NodeRecord,
@@ -42,12 +42,11 @@ def node_id_in_use_message(old: NodeRecord | None, node_id: str) -> str:
 def _judged(conn: Connection, pg: bool, now: datetime, ttl: timedelta
             ) -> list[tuple[NodeRecord, bool]]:
     """Every node row with whether it is dead, by node id."""
-    if pg:
-        return [(node_row(r), bool(r.dead)) for r in conn.execute(PG_NODES, pg_params(ttl))]
-    rows = [node_row(r) for r in conn.execute(
-        sa.select(scheduler_nodes).order_by(N.node_id))]
-    return [(n, dead_here(n.host, n.pid, n.process_start, n.heartbeat_at, now, ttl))
-            for n in rows]
+    cur = conn.connection.cursor()
+    try:
+        return ReadQueries(pg).judged_nodes(cur, now, ttl)
+    finally:
+        cur.close()
 
 
 def release_stale(conn: Connection, pg: bool, now: datetime, ttl: timedelta) -> int:
@@ -186,8 +185,8 @@ class Nodes(SqlConnection):
 
     def _nodes(self, now: datetime, ttl: timedelta, dead: bool) -> list[NodeRecord]:
         at = require_aware(now, "now")
-        with self._read() as conn:
-            return [n for n, d in _judged(conn, self._pg, at, ttl) if d is dead]
+        with self._raw_read() as cur:
+            return [n for n, d in self._raw.judged_nodes(cur, at, ttl) if d is dead]
 
     def live_nodes(self, now: datetime, ttl: timedelta) -> list[NodeRecord]:
         return self._nodes(now, ttl, False)

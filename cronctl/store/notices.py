@@ -68,13 +68,8 @@ class Notices(SqlConnection):
 
     def delivery_failures(self, node_ids: Collection[str] | None = None
                           ) -> list[DeliveryFailures]:
-        query = sa.select(notify_failures).order_by(F.node_id)
-        if node_ids is not None:
-            query = query.where(F.node_id.in_(list(node_ids)))
-        with self._read() as conn:
-            rows = conn.execute(query).all()
-        return [DeliveryFailures(r.node_id, r.failing_since, r.last_failure_at,
-                                 int(r.failures), r.last_error) for r in rows]
+        with self._raw_read() as cur:
+            return self._raw.delivery_failures(cur, node_ids)
 
 
 __all__ = ["Notices"]

@@ -23,8 +23,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from cronctl.ids import utc_iso
 from cronctl.jobs.model import ExecutionStatus, Origin
+from cronctl.store.reads import ReadQueries
 from cronctl.store.records import NewExecution, Transition, require_aware, statuses
 
 _COLUMNS = ("job_id", "occurrence_id", "scheduled_at", "attempt", "scope", "node_id",
@@ -82,39 +82,15 @@ _FINAL = frozenset(s for s in ExecutionStatus
 LOCK_CHUNK = 1000
 
 
-class RawSql:
-    """The hot statements of one engine's dialect."""
+class RawSql(ReadQueries):
+    """The hot statements of one engine's dialect (and the read queries)."""
 
     def __init__(self, engine: sa.Engine) -> None:
+        super().__init__(engine.dialect.name == "postgresql")
         self.engine = engine
-        self.pg = engine.dialect.name == "postgresql"
         self._error: type[Exception] = engine.dialect.loaded_dbapi.Error
-        self._text: dict[str, str] = {}
         self._updates: dict[tuple[bool, bool, bool, int, bool], str] = {}
         self._pg_inserts: dict[int, str] = {}
-
-    # --- plumbing --------------------------------------------------------------------------
-
-    def sql(self, text: str) -> str:
-        if not self.pg:
-            return text
-        out = self._text.get(text)
-        if out is None:
-            out = self._text[text] = text.replace("?", "%s")
-        return out
-
-    def ts(self, value: datetime) -> Any:
-        """A datetime as the column type binds it."""
-        return value.astimezone(UTC) if self.pg else utc_iso(value)
-
-    @staticmethod
-    def from_ts(value: Any) -> datetime | None:
-        if value is None:
-            return None
-        if isinstance(value, str):
-            return datetime.fromisoformat(value).astimezone(UTC)
-        assert isinstance(value, datetime)
-        return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
 
     @contextmanager
     def cursor(self, conn: Connection) -> Iterator[Any]:

@@ -5,18 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-import sqlalchemy as sa
-
 from cronctl.jobs.model import JobDefinition
 from cronctl.store.connection import SqlConnection, now_or
 from cronctl.store.records import (
     ScheduleState,
 )
 from cronctl.store.snapshot import definition_snapshot, dumps
-from cronctl.store.sqlrows import schedule_row
-from cronctl.store.tables import (
-    job_schedules,
-)
 
 
 class Schedules(SqlConnection):
@@ -33,16 +27,12 @@ class Schedules(SqlConnection):
             self._raw.save_definitions(cur, rows, at)
 
     def get_schedule(self, job_id: str) -> ScheduleState | None:
-        with self._read() as conn:
-            row = conn.execute(
-                sa.select(job_schedules).where(job_schedules.c.job_id == job_id)
-            ).first()
-        return None if row is None else schedule_row(row)
+        with self._raw_read() as cur:
+            return self._raw.get_schedule(cur, job_id)
 
     def list_schedules(self) -> list[ScheduleState]:
-        with self._read() as conn:
-            rows = conn.execute(sa.select(job_schedules).order_by(job_schedules.c.job_id))
-            return [schedule_row(r) for r in rows]
+        with self._raw_read() as cur:
+            return self._raw.list_schedules(cur)
 
     def advance_cursor(self, job_id: str, planned_at: datetime) -> datetime:
         with self._raw_write() as cur:

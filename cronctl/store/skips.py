@@ -67,26 +67,13 @@ class SkipLedger(SqlConnection):
         until: datetime | None = None,
         limit: int | None = 50,
     ) -> list[SkipRecord]:
-        q = sa.select(skip_records)
-        if job_id is not None:
-            q = q.where(_S.job_id == job_id)
-        if since is not None:
-            q = q.where(_S.last_at >= require_aware(since, "since"))
-        if until is not None:
-            q = q.where(_S.first_at <= require_aware(until, "until"))
-        q = q.order_by(_S.last_at.desc(), _S.id.desc())
-        if limit is not None:
-            q = q.limit(limit)
-        with self._read() as conn:
-            return [_record(r) for r in conn.execute(q)]
+        with self._raw_read() as cur:
+            return self._raw.list_skips(cur, job_id=job_id, since=since, until=until,
+                                        limit=limit)
 
     def skips_covering(self, job_id: str, at: datetime) -> list[SkipRecord]:
-        when = require_aware(at, "at")
-        q = (sa.select(skip_records)
-             .where(_S.job_id == job_id, _S.first_at <= when, _S.last_at >= when)
-             .order_by(_S.first_at, _S.id))
-        with self._read() as conn:
-            return [_record(r) for r in conn.execute(q)]
+        with self._raw_read() as cur:
+            return self._raw.skips_covering(cur, job_id, at)
 
 
 __all__ = ["SkipLedger"]

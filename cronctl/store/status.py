@@ -1,19 +1,21 @@
 """A read-only view of each job's last status and paused flag, for ``cronctl list``.
 
-``list`` must start fast, so on SQLite (the default) this reads the file with the
-standard library's ``sqlite3`` instead of importing SQLAlchemy; only a PostgreSQL URL
-goes through the full store. A database that does not exist yet or has no tables simply
-has no statuses.
+``list`` must start fast: a database at the schema head is read through
+:mod:`cronctl.store.reader` (``sqlite3`` or ``psycopg``, no SQLAlchemy), anything else
+through the full store, never upgraded from here. A SQLite file that does not exist yet
+simply has no statuses (``list`` never creates it).
 """
 
 from __future__ import annotations
 
-import sqlite3
+import os
 from collections.abc import Collection
-from typing import Protocol
-from urllib.parse import unquote
+from typing import TYPE_CHECKING, Protocol
 
-from cronctl.store.urls import kind_of, redact
+from cronctl.store.urls import kind_of, sqlite_path
+
+if TYPE_CHECKING:
+    from cronctl.store.base import Store
 
 
 class StatusSource(Protocol):
@@ -23,7 +25,7 @@ class StatusSource(Protocol):
 
 
 class _Fixed:
-    """Statuses read once, up front: one query per job on an indexed column."""
+    """Statuses read once, up front: one indexed row per job."""
 
     def __init__(self, last: dict[str, str], paused: set[str]) -> None:
         self._last = last
@@ -36,59 +38,25 @@ class _Fixed:
         return job_id in self._paused
 
 
-def _sqlite_path(url: str) -> str | None:
-    rest = url.split("://", 1)[1] if "://" in url else ""
-    path = rest[1:] if rest.startswith("/") else rest
-    path = path.split("?", 1)[0]
-    return unquote(path) or None
-
-
-def _from_sqlite(url: str, job_ids: Collection[str]) -> _Fixed | None:
-    import os
-
-    path = _sqlite_path(url)
-    if path is None or path == ":memory:" or not os.path.exists(path):
-        return None
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
-    except sqlite3.Error:
-        return None
-    try:
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if not {"job_executions", "job_schedules"} <= tables:
-            return None
-        last: dict[str, str] = {}
-        for job_id in job_ids:
-            row = conn.execute(
-                "SELECT status FROM job_executions WHERE job_id = ? "
-                "ORDER BY scheduled_at DESC, id DESC LIMIT 1",
-                (job_id,),
-            ).fetchone()
-            if row is not None:
-                last[job_id] = str(row[0])
-        paused = {str(r[0]) for r in conn.execute("SELECT job_id FROM job_schedules WHERE paused")}
-        return _Fixed(last, paused)
-    except sqlite3.DatabaseError as exc:
-        from cronctl.errors import StoreError
-
-        raise StoreError(f"cannot read the state database {redact(url)}: {exc}") from None
-    finally:
-        conn.close()
-
-
 def read_statuses(url: str, job_ids: Collection[str], *, node_id: str) -> StatusSource | None:
     """Last status and paused flag per job, or ``None`` when there is no state to show."""
     kind = kind_of(url)
     if kind == "memory":
         return None
     if kind == "sqlite":
-        return _from_sqlite(url, job_ids)
-    from cronctl.store import open_store
+        path = sqlite_path(url)
+        if path is None or (not path.startswith("file:") and not os.path.exists(path)):
+            return None
+    from cronctl.store.reader import DbReader, open_reader
 
-    store = open_store(url, node_id=node_id, auto_migrate=False)
+    source: DbReader | Store | None = open_reader(url)
+    if source is None:
+        from cronctl.store import open_store
+
+        source = open_store(url, node_id=node_id, auto_migrate=False)
     try:
-        latest = store.latest_executions(list(job_ids))
-        paused = {s.job_id for s in store.list_schedules() if s.paused}
+        latest = source.latest_executions(job_ids)
+        paused = {s.job_id for s in source.list_schedules() if s.paused}
     finally:
-        store.close()
-    return _Fixed({job: str(rec.status) for job, rec in latest.items()}, paused)
+        source.close()
+    return _Fixed({job: rec.status.value for job, rec in latest.items()}, paused)

@@ -107,7 +107,7 @@ job_executions = sa.Table(
     # The election: a second row for the same occurrence, scope and attempt is impossible.
     sa.UniqueConstraint("job_id", "occurrence_id", "scope", "attempt"),
     # One index per filter of the read commands (job, status, planned time), each ending
-    # with their order (scheduled_at, id): see migration 0006.
+    # with their order (scheduled_at, id): see migration 0007.
     sa.Index("ix_job_executions_job_id_scheduled_at_id", "job_id", "scheduled_at", "id"),
     sa.Index("ix_job_executions_job_id_status_scheduled_at_id", "job_id", "status",
              "scheduled_at", "id"),

@@ -1,8 +1,13 @@
-"""Database URL helpers (stdlib only): redaction and the kind of a URL."""
+"""Database URL helpers (stdlib only): redaction, the kind of a URL, and what to say
+about a driver's error on one."""
 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cronctl.errors import StoreError
 
 # The password runs to the LAST "@", so an unencoded "@" or "/" in it is still hidden
 # ("u:p@ss/w@host" -> "u:***@host"); over-redacting an odd URL beats leaking.
@@ -52,4 +57,62 @@ def kind_of(url: str) -> str:
     )
 
 
-__all__ = ["kind_of", "password_of", "redact", "scrub"]
+def sqlite_path(url: str) -> str | None:
+    """The file of a ``sqlite:///path`` URL (``sqlite:////abs/path`` for an absolute
+    one), percent-decoded; ``None`` for an in-memory database."""
+    from urllib.parse import unquote
+
+    rest = url.strip().split("://", 1)[1] if "://" in url else ""
+    path = rest[1:] if rest.startswith("/") else rest
+    path = unquote(path.split("?", 1)[0])
+    return None if path in ("", ":memory:") else path
+
+
+def database_error(detail: str, url: str, *, transient: bool) -> StoreError:
+    """One clear, password-free error for a driver's message ``detail`` (its first line)
+    while using ``url``; ``transient`` for a driver's operational or interface error (the
+    server cannot be reached, a lock timed out)."""
+    from cronctl.errors import StoreError
+    from cronctl.store.records import SchemaMismatch, StoreUnavailable
+
+    where = redact(url)
+    detail = scrub(detail, url)
+    low = detail.lower()
+    if "readonly" in low or "read-only" in low:
+        return StoreError(
+            f"database {where} is read-only ({detail}): make the file and its directory "
+            "writable by this user, or choose another --database"
+        )
+    if "file is not a database" in low or "malformed" in low or "not a database" in low:
+        return StoreError(
+            f"database {where} is not a valid SQLite database ({detail}): restore it from a "
+            "backup, or move it away so that cronctl creates a new one"
+        )
+    if "unable to open database file" in low:
+        return StoreError(
+            f"cannot open database {where} ({detail}): check that its directory exists and "
+            "is writable"
+        )
+    if "database is locked" in low or "database is busy" in low:
+        return StoreUnavailable(
+            f"database {where} is locked by another process ({detail}): try again"
+        )
+    if "password authentication failed" in low or "authentication failed" in low:
+        return StoreError(
+            f"cannot log in to database {where} ({detail}): check the user name and password"
+        )
+    if "no such table" in low or ("relation" in low and "does not exist" in low):
+        return SchemaMismatch(
+            f"database {where} has no cronctl tables ({detail}): run `cronctl db upgrade`"
+        )
+    if "database" in low and "does not exist" in low:
+        return StoreError(f"database {where} does not exist ({detail}): create it first")
+    if transient:
+        return StoreUnavailable(
+            f"cannot reach database {where} ({detail}): check that the server is running "
+            "and reachable, then try again"
+        )
+    return StoreError(f"database error on {where}: {detail}")
+
+
+__all__ = ["database_error", "kind_of", "password_of", "redact", "scrub", "sqlite_path"]

@@ -1,5 +1,5 @@
 """``cronctl list`` shows each job's last status and paused flag from the state database,
-read without importing SQLAlchemy on SQLite, and through the store on PostgreSQL."""
+read without importing SQLAlchemy (with ``sqlite3`` or ``psycopg``)."""
 
 from __future__ import annotations
 
@@ -92,6 +92,7 @@ def test_sqlite_list_without_a_database_file(tmp_path: Path) -> None:
 @pytest.mark.postgres
 def test_postgres_list_shows_last_status_and_paused(tmp_path: Path, postgres_url: str) -> None:
     _populate(postgres_url)
-    rows, _ = _list(tmp_path, postgres_url)
+    rows, heavy = _list(tmp_path, postgres_url)
+    assert not [m for m in heavy if not m.startswith("psycopg")], heavy  # no SQLAlchemy
     assert rows["alpha"]["last_status"] == "failed"
     assert rows["beta"]["paused"] is True

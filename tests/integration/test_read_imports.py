@@ -1,5 +1,6 @@
-"""The read commands start fast: on a SQLite database they load neither the dispatchers
-(asyncio, subprocess handling) nor the PostgreSQL dialect, alembic or psycopg.
+"""The read commands start fast: on a database at the schema head they load neither
+SQLAlchemy (the database is read with ``sqlite3``, or ``psycopg`` on PostgreSQL), nor the
+dispatchers (asyncio, subprocess handling) or alembic; on SQLite, no psycopg either.
 
 Each runs in a fresh interpreter (``cronctl.cli.app.main``, as the console script does)
 and reports the modules it imported."""
@@ -18,16 +19,16 @@ import pytest
 from cronctl.jobs.model import ExecutionStatus, Origin
 from cronctl.store import open_store
 
-UNNEEDED = ("cronctl.dispatch", "cronctl.runtime", "sqlalchemy.dialects.postgresql",
-            "alembic", "psycopg")
+UNNEEDED = ("cronctl.dispatch", "cronctl.runtime", "sqlalchemy", "alembic", "psycopg")
 
 
-@pytest.fixture
-def state(tmp_path: Path) -> tuple[Path, int]:
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def state(tmp_path: Path, request: pytest.FixtureRequest) -> tuple[Path, int]:
     (tmp_path / "jobs.d").mkdir()
     (tmp_path / "jobs.d" / "jobs.toml").write_text(
         '[jobs.backup]\ncron = "0 0 3 * * *"\ncommand = ["true"]\n')
-    url = f"sqlite:///{tmp_path / 'state.db'}"
+    url = (f"sqlite:///{tmp_path / 'state.db'}" if request.param == "sqlite"
+           else str(request.getfixturevalue("postgres_url")))
     (tmp_path / "cronctl.toml").write_text(f'[scheduler]\ndatabase = "{url}"\n')
     store = open_store(url, node_id="n1")
     try:
@@ -67,6 +68,8 @@ def test_read_commands_load_only_what_they_use(state: tuple[Path, int], command:
     args = {"history": ["history", "--status", "succeeded,failed"], "logs": ["logs", str(eid)],
             "status": ["status"], "why": ["why", "backup", "2026-03-08T03:00:00Z"]}[command]
     modules = _imported(folder, ["-c", "cronctl.toml", *args])
-    assert "sqlalchemy" in modules  # the store was read
-    unneeded = [m for m in modules if m.startswith(UNNEEDED)]
+    assert "cronctl.store.reader" in modules  # the database was read
+    postgres = "psycopg" in modules  # its driver: only on PostgreSQL
+    unneeded = [m for m in modules if m.startswith(UNNEEDED)
+                and not (postgres and m.startswith("psycopg"))]
     assert not unneeded, unneeded

@@ -1,0 +1,234 @@
+"""The state database read without SQLAlchemy, for ``history``, ``logs``, ``status`` and
+``why``: a read command's whole run is ~100 ms, and importing SQLAlchemy alone took as
+long. One connection of the standard library's ``sqlite3`` or of ``psycopg``, the queries
+of :mod:`cronctl.store.reads` (the same ones the SQL store runs), and the SQL store's
+error messages (:func:`cronctl.store.urls.database_error`).
+
+Only a database already at this cronctl's schema head is read this way. Anything else
+(no cronctl tables, an older revision that ``auto_migrate`` may upgrade, a newer one, a
+``file:`` URI) makes :func:`open_reader` return ``None``, and the caller opens the full
+store, which says what to do or upgrades.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from cronctl.jobs.model import ExecutionStatus
+from cronctl.store.reads import ReadQueries
+from cronctl.store.records import (
+    DeliveryFailures,
+    ExecutionRecord,
+    LogLine,
+    NodeRecord,
+    ScheduleState,
+    SkipRecord,
+)
+from cronctl.store.schema import HEAD
+from cronctl.store.urls import database_error, kind_of, sqlite_path
+
+SQLITE_TIMEOUT_S = 5.0  # = cronctl.store.engine.SQLITE_BUSY_TIMEOUT_MS
+PG_CONNECT_TIMEOUT_S = 5  # = cronctl.store.engine.PG_CONNECT_TIMEOUT_S
+
+
+class Reader(Protocol):
+    """What the read commands read (the SQL store has all of it too)."""
+
+    def get_execution(self, execution_id: int) -> ExecutionRecord | None: ...
+
+    def list_executions(
+        self, *, job_id: str | None = None,
+        status: ExecutionStatus | Collection[ExecutionStatus] | None = None,
+        since: datetime | None = None, until: datetime | None = None,
+        limit: int | None = 50,
+    ) -> list[ExecutionRecord]: ...
+
+    def executions_of_occurrence(self, job_id: str, occurrence_id: str
+                                 ) -> list[ExecutionRecord]: ...
+
+    def pending_or_running(self) -> list[ExecutionRecord]: ...
+
+    def read_logs(self, execution_id: int, *, after_seq: int = 0, limit: int | None = None
+                  ) -> list[LogLine]: ...
+
+    def list_skips(self, *, job_id: str | None = None, since: datetime | None = None,
+                   until: datetime | None = None, limit: int | None = 50
+                   ) -> list[SkipRecord]: ...
+
+    def skips_covering(self, job_id: str, at: datetime) -> list[SkipRecord]: ...
+
+    def get_schedule(self, job_id: str) -> ScheduleState | None: ...
+
+    def list_schedules(self) -> list[ScheduleState]: ...
+
+    def live_nodes(self, now: datetime, ttl: timedelta) -> list[NodeRecord]: ...
+
+    def delivery_failures(self) -> list[DeliveryFailures]: ...
+
+    def close(self) -> None: ...
+
+
+class DbReader:
+    """:class:`Reader` on one DB-API connection (autocommit: each query sees the latest
+    committed state, and no transaction is left open)."""
+
+    def __init__(self, conn: Any, url: str, *, pg: bool, errors: tuple[type[Exception], ...],
+                 transient: tuple[type[Exception], ...]) -> None:
+        self._conn = conn
+        self._url = url
+        self._q = ReadQueries(pg)
+        self._errors = errors
+        self._transient = transient
+
+    @contextmanager
+    def _cursor(self) -> Iterator[Any]:
+        try:
+            cur = self._conn.cursor()
+            try:
+                yield cur
+            finally:
+                cur.close()
+        except self._errors as error:
+            raise database_error(_first_line(error), self._url,
+                                 transient=isinstance(error, self._transient)) from None
+
+    def get_execution(self, execution_id: int) -> ExecutionRecord | None:
+        with self._cursor() as cur:
+            return self._q.get_execution(cur, execution_id)
+
+    def list_executions(
+        self, *, job_id: str | None = None,
+        status: ExecutionStatus | Collection[ExecutionStatus] | None = None,
+        since: datetime | None = None, until: datetime | None = None,
+        limit: int | None = 50,
+    ) -> list[ExecutionRecord]:
+        with self._cursor() as cur:
+            return self._q.list_executions(cur, job_id=job_id, status=status, since=since,
+                                           until=until, limit=limit)
+
+    def latest_executions(self, job_ids: Collection[str]) -> dict[str, ExecutionRecord]:
+        with self._cursor() as cur:
+            return self._q.latest_executions(cur, job_ids)
+
+    def executions_of_occurrence(self, job_id: str, occurrence_id: str
+                                 ) -> list[ExecutionRecord]:
+        with self._cursor() as cur:
+            return self._q.executions_of_occurrence(cur, job_id, occurrence_id)
+
+    def pending_or_running(self) -> list[ExecutionRecord]:
+        with self._cursor() as cur:
+            return self._q.pending_or_running(cur)
+
+    def read_logs(self, execution_id: int, *, after_seq: int = 0, limit: int | None = None
+                  ) -> list[LogLine]:
+        with self._cursor() as cur:
+            return self._q.read_logs(cur, execution_id, after_seq=after_seq, limit=limit)
+
+    def list_skips(self, *, job_id: str | None = None, since: datetime | None = None,
+                   until: datetime | None = None, limit: int | None = 50
+                   ) -> list[SkipRecord]:
+        with self._cursor() as cur:
+            return self._q.list_skips(cur, job_id=job_id, since=since, until=until,
+                                      limit=limit)
+
+    def skips_covering(self, job_id: str, at: datetime) -> list[SkipRecord]:
+        with self._cursor() as cur:
+            return self._q.skips_covering(cur, job_id, at)
+
+    def get_schedule(self, job_id: str) -> ScheduleState | None:
+        with self._cursor() as cur:
+            return self._q.get_schedule(cur, job_id)
+
+    def list_schedules(self) -> list[ScheduleState]:
+        with self._cursor() as cur:
+            return self._q.list_schedules(cur)
+
+    def live_nodes(self, now: datetime, ttl: timedelta) -> list[NodeRecord]:
+        with self._cursor() as cur:
+            return [n for n, dead in self._q.judged_nodes(cur, now, ttl) if not dead]
+
+    def delivery_failures(self) -> list[DeliveryFailures]:
+        with self._cursor() as cur:
+            return self._q.delivery_failures(cur)
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def _at_head(conn: Any, errors: tuple[type[Exception], ...]) -> bool:
+    """Whether the database is stamped with this cronctl's head (no table: False)."""
+    try:
+        cur = conn.cursor()
+        try:
+            cur.execute("SELECT version_num FROM alembic_version")
+            rows = cur.fetchall()
+        finally:
+            cur.close()
+    except errors:
+        return False
+    return [str(r[0]) for r in rows] == [HEAD]
+
+
+def _open_sqlite(url: str) -> DbReader | None:
+    import sqlite3
+    from urllib.parse import quote
+
+    path = sqlite_path(url)
+    if path is None or path.startswith("file:") or "?" in url:
+        return None  # in memory, or options only the full store understands
+    errors = (sqlite3.Error,)
+    try:
+        # mode=rw: never creates the file (an operator command must not).
+        conn = sqlite3.connect(f"file:{quote(path)}?mode=rw", uri=True,
+                               timeout=SQLITE_TIMEOUT_S, isolation_level=None)
+    except sqlite3.Error:
+        return None  # the full store says what is wrong with the file
+    if not _at_head(conn, errors):
+        conn.close()
+        return None
+    return DbReader(conn, url, pg=False, errors=errors,
+                    transient=(sqlite3.OperationalError, sqlite3.InterfaceError))
+
+
+def _open_postgres(url: str) -> DbReader | None:
+    import psycopg
+
+    scheme, sep, rest = url.strip().partition("://")
+    if not sep or scheme.lower() not in ("postgresql", "postgres", "postgresql+psycopg"):
+        return None  # another driver named in the URL: the full store decides
+    errors = (psycopg.Error,)
+    try:
+        conn = psycopg.connect(f"postgresql://{rest}", autocommit=True,
+                               connect_timeout=PG_CONNECT_TIMEOUT_S, application_name="cronctl")
+    except psycopg.OperationalError as error:
+        raise database_error(_first_line(error), url, transient=True) from None
+    except psycopg.Error:
+        return None  # a URL libpq reads otherwise than SQLAlchemy: the full store
+    if not _at_head(conn, errors):
+        conn.close()
+        return None
+    return DbReader(conn, url, pg=True, errors=errors,
+                    transient=(psycopg.OperationalError, psycopg.InterfaceError))
+
+
+def open_reader(url: str) -> DbReader | None:
+    """A reader of the database at ``url`` if it is at the schema head, else ``None``
+    (open the full store instead). Raises :class:`cronctl.errors.StoreError` when a
+    PostgreSQL server cannot be reached or refuses the login."""
+    kind = kind_of(url)
+    if kind == "sqlite":
+        return _open_sqlite(url)
+    if kind == "postgresql":
+        return _open_postgres(url)
+    return None
+
+
+__all__ = ["DbReader", "Reader", "open_reader"]

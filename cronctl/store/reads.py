@@ -1,0 +1,345 @@
+"""The queries of the read commands (``history``, ``logs``, ``status``, ``why``, ``list``)
+on a DB-API cursor: one implementation, used by the SQL store (through SQLAlchemy's
+connections) and by :mod:`cronctl.store.reader` (plain ``sqlite3`` / ``psycopg``, so that
+a read command does not pay for importing SQLAlchemy).
+
+Standard library only. SQL is written with ``?`` placeholders; :meth:`ReadQueries.sql`
+gives PostgreSQL ``%s``. SQLite stores times as fixed-width ISO 8601 UTC text (see
+:class:`cronctl.store.tables.UtcDateTime`), PostgreSQL as ``timestamptz``.
+
+Every query reads its rows through an index that ends in its order (migration 0007;
+``tests/integration/store/test_store_read_plans.py`` checks the plans).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Callable, Collection, Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from cronctl import processes
+from cronctl.ids import utc_iso
+from cronctl.jobs.model import ExecutionStatus, Origin
+from cronctl.store.records import (
+    DeliveryFailures,
+    ExecutionRecord,
+    LogLine,
+    NodeRecord,
+    ScheduleState,
+    SkipRecord,
+    require_aware,
+    statuses,
+)
+
+LIVE = (ExecutionStatus.PENDING.value, ExecutionStatus.RUNNING.value)
+
+EXECUTION_COLUMNS = (
+    "id", "job_id", "occurrence_id", "scheduled_at", "attempt", "scope", "node_id", "origin",
+    "status", "target", "fencing_token", "created_at", "started_at", "finished_at", "error",
+    "progress_done", "progress_total", "progress_message", "cancel_requested", "pgid",
+    "process_start")
+_EXECUTIONS = f"SELECT {', '.join(EXECUTION_COLUMNS)} FROM job_executions"
+_SKIPS = ("SELECT id, job_id, scope, first_at, last_at, count, reason, node_id, created_at, "
+          "detail FROM skip_records")
+_SCHEDULES = ('SELECT job_id, definition, "cursor", paused, fencing_token, updated_at '
+              "FROM job_schedules")
+_NODES = "n.node_id, n.host, n.pid, n.started_at, n.heartbeat_at, n.process_start"
+
+# --- liveness (the rules: cronctl.store.liveness) ---------------------------------------
+
+# The PostgreSQL lock key of a node: a 64-bit hash the server computes.
+PG_NODE_KEY = "hashtextextended('cronctl-node:' || {}, 0)"
+# Advisory locks held in this database, as the bigint keys they were taken with (a bigint
+# key shows in pg_locks as classid = high 32 bits, objid = low 32 bits, objsubid = 1).
+PG_HELD = (
+    "held AS (SELECT (classid::bigint << 32) | objid::bigint AS k FROM pg_locks "
+    "WHERE locktype = 'advisory' AND objsubid = 1 AND granted "
+    "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))"
+)
+LOCK_GRACE = timedelta(seconds=1.5)
+RESTART_GRACE = timedelta(seconds=5)
+
+
+def pg_dead(param: Callable[[str], str]) -> str:
+    """The PostgreSQL condition "node row ``n`` is dead"; ``param`` spells a named
+    parameter (``grace``, ``restart``, ``ttl``: :func:`pg_params`) in the driver's style."""
+    return (
+        "((n.process_start IS NOT NULL AND " + PG_NODE_KEY.format("n.node_id") + " NOT IN "
+        f"(SELECT k FROM held) AND n.heartbeat_at < now() - {param('grace')} "
+        f"AND pg_postmaster_start_time() < now() - {param('restart')}) "
+        f"OR n.heartbeat_at <= now() - {param('ttl')})"
+    )
+
+
+def pg_params(ttl: timedelta) -> dict[str, Any]:
+    return {"grace": LOCK_GRACE, "restart": RESTART_GRACE, "ttl": ttl}
+
+
+_PG_NODES = (f"WITH {PG_HELD} SELECT {_NODES}, {pg_dead(lambda n: f'%({n})s')} AS dead "
+             "FROM scheduler_nodes n ORDER BY n.node_id")
+
+
+def dead_here(host: str, pid: int, ident: str | None, heartbeat_at: datetime,
+              now: datetime, ttl: timedelta) -> bool:
+    """The SQLite rule for one node row: its recorded process is gone, or it was
+    recorded during an earlier boot of this host; without a process identity (or on
+    another host), its heartbeat is older than ``ttl``."""
+    if ident is not None and processes.on_this_boot(ident):
+        return not processes.alive(pid, ident)
+    if ident is not None and processes.boot_id() is not None and host == socket.gethostname():
+        return True  # recorded during an earlier boot of this host
+    return heartbeat_at <= now - ttl
+
+
+# --- the queries ----------------------------------------------------------------------
+
+
+class ReadQueries:
+    """The read queries in one dialect; each method takes an open DB-API cursor."""
+
+    def __init__(self, pg: bool) -> None:
+        self.pg = pg
+        self._text: dict[str, str] = {}
+
+    def sql(self, text: str) -> str:
+        if not self.pg:
+            return text
+        out = self._text.get(text)
+        if out is None:
+            out = self._text[text] = text.replace("?", "%s")
+        return out
+
+    def ts(self, value: datetime) -> Any:
+        """A datetime as the column type binds it."""
+        return value.astimezone(UTC) if self.pg else utc_iso(value)
+
+    @staticmethod
+    def from_ts(value: Any) -> datetime | None:
+        if value is None:
+            return None
+        if isinstance(value, str):
+            return datetime.fromisoformat(value).astimezone(UTC)
+        assert isinstance(value, datetime)
+        return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+
+    def _rows(self, cur: Any, text: str, params: Sequence[Any] = ()) -> list[Any]:
+        cur.execute(self.sql(text), tuple(params))
+        return list(cur.fetchall())
+
+    # --- executions ------------------------------------------------------------------
+
+    def execution(self, r: Sequence[Any]) -> ExecutionRecord:
+        """A row of :data:`EXECUTION_COLUMNS` as a record."""
+        at = self.from_ts
+        scheduled, created = at(r[3]), at(r[11])
+        assert scheduled is not None and created is not None
+        return ExecutionRecord(
+            id=int(r[0]), job_id=r[1], occurrence_id=r[2], scheduled_at=scheduled,
+            attempt=int(r[4]), origin=Origin(r[7]), status=ExecutionStatus(r[8]),
+            node_id=r[6], scope_node=r[5] or None,
+            fencing_token=None if r[10] is None else int(r[10]), target=r[9],
+            created_at=created, started_at=at(r[12]), finished_at=at(r[13]), error=r[14],
+            progress_done=None if r[15] is None else float(r[15]),
+            progress_total=None if r[16] is None else float(r[16]),
+            progress_message=r[17], cancel_requested=bool(r[18]),
+            pgid=None if r[19] is None else int(r[19]), process_start=r[20])
+
+    def _executions(self, cur: Any, text: str, params: Sequence[Any] = ()
+                    ) -> list[ExecutionRecord]:
+        return [self.execution(r) for r in self._rows(cur, text, params)]
+
+    def get_execution(self, cur: Any, execution_id: int) -> ExecutionRecord | None:
+        found = self._executions(cur, f"{_EXECUTIONS} WHERE id = ?", (execution_id,))
+        return found[0] if found else None
+
+    def list_executions(
+        self, cur: Any, *, job_id: str | None = None,
+        status: ExecutionStatus | Collection[ExecutionStatus] | None = None,
+        since: datetime | None = None, until: datetime | None = None,
+        limit: int | None = 50,
+    ) -> list[ExecutionRecord]:
+        wanted = (None if status is None
+                  else list(dict.fromkeys(s.value for s in statuses(status))))
+        if wanted is not None and len(wanted) > 1 and limit is not None:
+            # One indexed query per status, merged here: for several statuses an index
+            # ends in the order of none of them, and SQLite then walks the whole table
+            # in (scheduled_at, id) order when few rows match (1M rows: 0.2 s).
+            found = [r for one in wanted for r in self.list_executions(
+                cur, job_id=job_id, status=ExecutionStatus(one), since=since, until=until,
+                limit=limit)]
+            found.sort(key=lambda r: (r.scheduled_at, r.id), reverse=True)
+            return found[:limit]
+        where: list[str] = []
+        params: list[Any] = []
+        if job_id is not None:
+            where.append("job_id = ?")
+            params.append(job_id)
+        if wanted is not None:
+            if not wanted:
+                return []
+            where.append(f"status IN ({', '.join('?' * len(wanted))})")
+            params.extend(wanted)
+        if since is not None:
+            where.append("scheduled_at >= ?")
+            params.append(self.ts(require_aware(since, "since")))
+        if until is not None:
+            where.append("scheduled_at <= ?")
+            params.append(self.ts(require_aware(until, "until")))
+        text = _EXECUTIONS + (f" WHERE {' AND '.join(where)}" if where else "")
+        text += " ORDER BY scheduled_at DESC, id DESC"
+        if limit is not None:
+            text += " LIMIT ?"
+            params.append(int(limit))
+        return self._executions(cur, text, params)
+
+    def latest_executions(self, cur: Any, job_ids: Iterable[str]
+                          ) -> dict[str, ExecutionRecord]:
+        """One ``LIMIT 1`` per job on (job_id, scheduled_at, id): it reads one index entry
+        and one row, where ranking the jobs' rows with a window function read them all
+        (3 jobs of 10k rows: 117 ms on PostgreSQL)."""
+        out: dict[str, ExecutionRecord] = {}
+        for job_id in dict.fromkeys(job_ids):
+            newest = self.list_executions(cur, job_id=job_id, limit=1)
+            if newest:
+                out[job_id] = newest[0]
+        return out
+
+    def executions_of_occurrence(self, cur: Any, job_id: str, occurrence_id: str
+                                 ) -> list[ExecutionRecord]:
+        return self._executions(
+            cur, f"{_EXECUTIONS} WHERE job_id = ? AND occurrence_id = ? ORDER BY attempt, id",
+            (job_id, occurrence_id))
+
+    def pending_or_running(
+        self, cur: Any, *, node_id: str | None = None,
+        job_ids: Collection[str] | None = None, node_ids: Collection[str] | None = None,
+    ) -> list[ExecutionRecord]:
+        where = [f"status IN ({', '.join('?' * len(LIVE))})"]
+        params: list[Any] = list(LIVE)
+        for column, values in (("node_id", None if node_id is None else [node_id]),
+                               ("node_id", node_ids), ("job_id", job_ids)):
+            if values is None:
+                continue
+            values = list(values)
+            if not values:
+                return []
+            where.append(f"{column} IN ({', '.join('?' * len(values))})")
+            params.extend(values)
+        # Sorted here, not by the database: live rows are few, and an ORDER BY made
+        # SQLite walk the (scheduled_at, id) index over the whole table instead of
+        # reading them through (status, scheduled_at, id) (1M rows: 0.2 s).
+        rows = self._executions(cur, f"{_EXECUTIONS} WHERE {' AND '.join(where)}", params)
+        return sorted(rows, key=lambda r: (r.scheduled_at, r.id))
+
+    # --- logs --------------------------------------------------------------------------
+
+    def read_logs(self, cur: Any, execution_id: int, *, after_seq: int = 0,
+                  limit: int | None = None) -> list[LogLine]:
+        text = ("SELECT execution_id, seq, at, level, message FROM job_logs "
+                "WHERE execution_id = ? AND seq > ? ORDER BY seq")
+        params: list[Any] = [execution_id, after_seq]
+        if limit is not None:
+            text += " LIMIT ?"
+            params.append(int(limit))
+        out: list[LogLine] = []
+        for eid, seq, at, level, message in self._rows(cur, text, params):
+            when = self.from_ts(at)
+            assert when is not None
+            out.append(LogLine(int(eid), int(seq), when, level, message))
+        return out
+
+    # --- skip records ------------------------------------------------------------------
+
+    def _skips(self, cur: Any, text: str, params: Sequence[Any]) -> list[SkipRecord]:
+        out: list[SkipRecord] = []
+        for i, job_id, scope, first, last, count, reason, node, created, detail in self._rows(
+                cur, text, params):
+            first_at, last_at, created_at = (self.from_ts(first), self.from_ts(last),
+                                              self.from_ts(created))
+            assert first_at is not None and last_at is not None and created_at is not None
+            out.append(SkipRecord(id=int(i), job_id=job_id, reason=reason, first_at=first_at,
+                                  last_at=last_at, count=int(count), node_id=node,
+                                  scope_node=scope or None, created_at=created_at,
+                                  detail=detail))
+        return out
+
+    def list_skips(self, cur: Any, *, job_id: str | None = None,
+                   since: datetime | None = None, until: datetime | None = None,
+                   limit: int | None = 50) -> list[SkipRecord]:
+        where: list[str] = []
+        params: list[Any] = []
+        if job_id is not None:
+            where.append("job_id = ?")
+            params.append(job_id)
+        if since is not None:
+            where.append("last_at >= ?")
+            params.append(self.ts(require_aware(since, "since")))
+        if until is not None:
+            where.append("first_at <= ?")
+            params.append(self.ts(require_aware(until, "until")))
+        text = _SKIPS + (f" WHERE {' AND '.join(where)}" if where else "")
+        text += " ORDER BY last_at DESC, id DESC"
+        if limit is not None:
+            text += " LIMIT ?"
+            params.append(int(limit))
+        return self._skips(cur, text, params)
+
+    def skips_covering(self, cur: Any, job_id: str, at: datetime) -> list[SkipRecord]:
+        when = self.ts(require_aware(at, "at"))
+        return self._skips(cur, f"{_SKIPS} WHERE job_id = ? AND first_at <= ? AND last_at >= ? "
+                                "ORDER BY first_at, id", (job_id, when, when))
+
+    # --- schedules, nodes, notifications ---------------------------------------------
+
+    def _schedule(self, r: Sequence[Any]) -> ScheduleState:
+        return ScheduleState(job_id=r[0], definition=json.loads(r[1] or "{}"),
+                             cursor=self.from_ts(r[2]), paused=bool(r[3]),
+                             fencing=int(r[4]), updated_at=self.from_ts(r[5]))
+
+    def get_schedule(self, cur: Any, job_id: str) -> ScheduleState | None:
+        rows = self._rows(cur, f"{_SCHEDULES} WHERE job_id = ?", (job_id,))
+        return self._schedule(rows[0]) if rows else None
+
+    def list_schedules(self, cur: Any) -> list[ScheduleState]:
+        return [self._schedule(r) for r in self._rows(cur, f"{_SCHEDULES} ORDER BY job_id")]
+
+    def judged_nodes(self, cur: Any, now: datetime, ttl: timedelta
+                     ) -> list[tuple[NodeRecord, bool]]:
+        """Every node row with whether it is dead, by node id (the rules:
+        :mod:`cronctl.store.liveness`)."""
+        if self.pg:
+            cur.execute(_PG_NODES, pg_params(ttl))
+            return [(self._node(r), bool(r[6])) for r in cur.fetchall()]
+        at = require_aware(now, "now")
+        nodes = [self._node(r) for r in self._rows(
+            cur, f"SELECT {_NODES} FROM scheduler_nodes n ORDER BY n.node_id")]
+        return [(n, dead_here(n.host, n.pid, n.process_start, n.heartbeat_at, at, ttl))
+                for n in nodes]
+
+    def _node(self, r: Sequence[Any]) -> NodeRecord:
+        started, beat = self.from_ts(r[3]), self.from_ts(r[4])
+        assert started is not None and beat is not None
+        return NodeRecord(r[0], r[1], int(r[2]), started, beat, r[5])
+
+    def delivery_failures(self, cur: Any, node_ids: Collection[str] | None = None
+                          ) -> list[DeliveryFailures]:
+        text = ("SELECT node_id, failing_since, last_failure_at, failures, last_error "
+                "FROM notify_failures")
+        params: list[Any] = []
+        if node_ids is not None:
+            params = list(node_ids)
+            if not params:
+                return []
+            text += f" WHERE node_id IN ({', '.join('?' * len(params))})"
+        out: list[DeliveryFailures] = []
+        for node, since, last, failures, error in self._rows(cur, text + " ORDER BY node_id",
+                                                             params):
+            since_at, last_at = self.from_ts(since), self.from_ts(last)
+            assert since_at is not None and last_at is not None
+            out.append(DeliveryFailures(node, since_at, last_at, int(failures), error))
+        return out
+
+
+__all__ = ["EXECUTION_COLUMNS", "LIVE", "ReadQueries", "dead_here", "pg_dead", "pg_params"]
