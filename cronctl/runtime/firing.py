@@ -46,6 +46,7 @@ from cronctl.runtime.health import DatabaseHealth
 from cronctl.runtime.io import IoWorker
 from cronctl.runtime.logsetup import ids
 from cronctl.runtime.records import REMOTE_RETRY, Ready, Run, first_line, locks_for, new_rows
+from cronctl.runtime.wakelog import WakeLog
 from cronctl.runtime.watch import NullWatch, Watch
 from cronctl.store.base import Store, StoreUnavailable, Transition, job_lock
 
@@ -85,6 +86,7 @@ class Firing:
         self.ended: dict[int, datetime] = {}
         self.triggers: dict[str, int] = {}  # occurrence id -> trigger request id
         self.lateness: collections.deque[float] = collections.deque(maxlen=200_000)
+        self.wakelog = WakeLog(log)  # the fired / succeeded lines, one per wake (or burst)
         self.fired = 0
         self._store_down = False
         self.group_index: dict[str, list[str]] = {}  # serial group -> job ids (set on load)
@@ -118,6 +120,7 @@ class Firing:
         while self._fires:
             fires, self._fires = self._fires, []
             self._run(self._fire_all(fires))
+        self.wakelog.end_wake(self.core.waiting)
 
     def _run(self, actions: Iterable[Action]) -> None:
         work: collections.deque[Action] = collections.deque(actions)
@@ -362,10 +365,7 @@ class Firing:
             self.handled.cursor(job.id, a.planned)
         if self.triggers:
             self._trigger_done(a.occurrence_id, execution_id, None)
-        if log.isEnabledFor(logging.INFO):
-            log.info("fired job=%s exec=%s planned=%s attempt=%d origin=%s", job.id,
-                     execution_id if execution_id is not None else "-", a.planned.isoformat(),
-                     a.attempt, a.origin.value, extra=ids(job.id, execution_id))
+        self.wakelog.fired(job.id, execution_id, a.planned, a.attempt, a.origin)
         return None
 
     def _blocked(self, r: Ready, key: str, now: datetime) -> Decision:
@@ -411,11 +411,12 @@ class Firing:
             return
         self.watch.finished(run, status, error)
         eid = run.execution_id
-        level = logging.INFO if status is ExecutionStatus.SUCCEEDED else logging.WARNING
-        if log.isEnabledFor(level):
-            log.log(level, "finished job=%s exec=%s status=%s%s", run.job.id,
-                    eid if eid is not None else "-", status.value,
-                    f" error={error}" if error else "", extra=ids(run.job.id, eid))
+        if status is ExecutionStatus.SUCCEEDED:
+            self.wakelog.succeeded(run.job.id, eid)
+        else:
+            log.warning("finished job=%s exec=%s status=%s%s", run.job.id,
+                        eid if eid is not None else "-", status.value,
+                        f" error={error}" if error else "", extra=ids(run.job.id, eid))
         if eid is not None:
             self.finals.add(eid, status, error, run.token)
 

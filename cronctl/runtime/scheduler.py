@@ -263,6 +263,7 @@ class Scheduler:
             if self._stopping:
                 if not self.firing.running or mono >= hard:
                     self._abort_remaining()
+                    self.firing.wakelog.flush()
                     return
                 if mono >= deadline:
                     deadline, hard = float("inf"), mono + self._kill_grace()
@@ -433,7 +434,9 @@ class Scheduler:
 
     def _poll(self) -> None:
         """On the scheduler thread: hand the I/O thread what to poll for."""
-        self.watch.loop(self.core.waiting)
+        waiting = self.core.waiting
+        self.watch.loop(waiting)
+        self.firing.wakelog.end_wake(waiting)  # lines held while a burst drains
         if not self.store.persistent and not self.firing.running:
             return
         live = [r.execution_id for r in self.firing.running.values()
