@@ -79,27 +79,37 @@ class FinalBatch:
     per batch, each followed by the drain of the execution's buffered log lines.
 
     ``add`` is called on the scheduler thread; the first addition to an empty batch
-    hands one flush to ``submit`` (the I/O thread's queue), so a burst of endings costs
-    one task and one transaction."""
+    hands one flush to ``later`` (the I/O thread's timers), ``delay`` seconds on, so the
+    endings of a burst cost a few transactions, not one per wake: on SQLite each one
+    holds the write lock the scheduler thread needs for the next fires' rows. An ending
+    that releases guard locks (``prompt``: the next fire of its serial group or job
+    waits for that release) hands its flush to ``submit`` at once."""
 
     def __init__(self, store: Store, submit: Callable[[Callable[[], object]], None],
-                 drain: Callable[[int], object], clock: Callable[[], datetime]) -> None:
+                 drain: Callable[[int], object], clock: Callable[[], datetime], *,
+                 later: Callable[[float, Callable[[], object]], None] | None = None,
+                 delay: float = 0.0) -> None:
         self._store = store
         self._submit = submit
+        self._later = later
+        self._delay = delay
         self._drain = drain
         self._clock = clock
         self._lock = threading.Lock()
         self._pending: list[tuple[int, ExecutionStatus, str | None, int | None]] = []
 
     def add(self, execution_id: int, status: ExecutionStatus, error: str | None,
-            token: int | None = None) -> None:
+            token: int | None = None, *, prompt: bool = False) -> None:
         """``token``: the fencing token the attempt was claimed with (the store refuses
         the final status if the row no longer carries it)."""
         with self._lock:
             first = not self._pending
             self._pending.append((execution_id, status, error, token))
-        if first:
+        if prompt or (first and (self._later is None or self._delay <= 0)):
             self._submit(self.flush)
+        elif first:
+            assert self._later is not None
+            self._later(self._delay, self.flush)
 
     def flush(self) -> None:
         """Write the batch. While the store is unreachable keep it (ahead of newer ones)

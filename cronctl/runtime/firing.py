@@ -55,6 +55,7 @@ _SCHEDULED = SCHEDULED
 _LIVE = (ExecutionStatus.PENDING, ExecutionStatus.RUNNING)
 
 
+FINAL_DELAY = 0.025  # seconds the final statuses of a burst gather for one transaction
 is_tracked = needs_store  # single_instance needs its row: the insert is the election
 
 
@@ -76,7 +77,8 @@ class Firing:
         self.handled = Handled(core, node_id=node_id, persistent=store.persistent,
                                watch=lambda: self.watch)
         self.cursors = self.handled.cursors
-        self.finals = FinalBatch(store, io.submit, flusher.drain, clock)
+        self.finals = FinalBatch(store, io.submit, flusher.drain, clock, later=io.after,
+                                 delay=FINAL_DELAY)
         self._fires: list[Fire] = []  # deferred to the end of the batch (see ``batch``)
         self._batching = 0
         self.unresolved: set[str] = set()
@@ -418,7 +420,7 @@ class Firing:
                         eid if eid is not None else "-", status.value,
                         f" error={error}" if error else "", extra=ids(run.job.id, eid))
         if eid is not None:
-            self.finals.add(eid, status, error, run.token)
+            self.finals.add(eid, status, error, run.token, prompt=bool(locks_for(run.job)))
 
     def _abandon(self, a: Abandon) -> None:
         run = self.running.get(a.key)
