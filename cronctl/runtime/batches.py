@@ -97,6 +97,8 @@ class FinalBatch:
         self._clock = clock
         self._lock = threading.Lock()
         self._pending: list[tuple[int, ExecutionStatus, str | None, int | None]] = []
+        self._starts: list[tuple[int, datetime]] = []
+        self._lost: set[int] = set()  # started here, but the row was not pending any more
 
     def add(self, execution_id: int, status: ExecutionStatus, error: str | None,
             token: int | None = None, *, prompt: bool = False) -> None:
@@ -111,12 +113,53 @@ class FinalBatch:
             assert self._later is not None
             self._later(self._delay, self.flush)
 
+    def started(self, execution_id: int, at: datetime) -> None:
+        """A row written ``pending`` ahead of its attempt (see
+        :mod:`cronctl.runtime.waiters`) was dispatched at ``at``: it becomes ``running``
+        with the next flush, ahead of any final status."""
+        with self._lock:
+            first = not self._pending and not self._starts
+            self._starts.append((execution_id, at))
+        if first:
+            if self._later is None or self._delay <= 0:
+                self._submit(self.flush)
+            else:
+                self._later(self._delay, self.flush)
+
     def flush(self) -> None:
         """Write the batch. While the store is unreachable keep it (ahead of newer ones)
         for the next flush: a final status lost to an outage would leave its row
         ``running``, and recovery would run that occurrence again."""
         with self._lock:
             batch, self._pending = self._pending, []
+            starts, self._starts = self._starts, []
+        if starts:
+            try:
+                begun = self._store.transitions([
+                    Transition(eid, (ExecutionStatus.PENDING,), ExecutionStatus.RUNNING,
+                               started_at=at) for eid, at in starts])
+            except StoreUnavailable:
+                with self._lock:
+                    self._starts[:0] = starts
+                    self._pending[:0] = batch
+                raise
+            except Exception as exc:  # the rows stay pending; their final statuses follow
+                log.warning("could not mark %d started executions running: %s",
+                            len(starts), str(exc).strip().splitlines()[0] if str(exc)
+                            else type(exc).__name__)
+                begun = [True] * len(starts)
+            for (eid, _at), ok in zip(starts, begun, strict=True):
+                if not ok:
+                    self._lost.add(eid)
+                    log.warning("exec=%s started here, but its row was no longer pending "
+                                "(claimed or closed elsewhere)", eid)
+        if self._lost:
+            lost = [entry for entry in batch if entry[0] in self._lost]
+            batch = [entry for entry in batch if entry[0] not in self._lost]
+            for eid, status, _error, token in lost:
+                self._lost.discard(eid)
+                self._drain(eid)
+                fenced(self._store, eid, status, token)
         if not batch:
             return
         at = self._clock()

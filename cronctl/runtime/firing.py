@@ -45,10 +45,12 @@ from cronctl.runtime.handled import SCHEDULED, Handled
 from cronctl.runtime.health import DatabaseHealth
 from cronctl.runtime.io import IoWorker
 from cronctl.runtime.logsetup import ids
-from cronctl.runtime.records import REMOTE_RETRY, Ready, Run, first_line, locks_for, new_rows
+from cronctl.runtime.records import REMOTE_RETRY, Ready, Run, first_line, locks_for
+from cronctl.runtime.rowwrites import RowWrites
+from cronctl.runtime.waiters import WaiterRows
 from cronctl.runtime.wakelog import WakeLog
 from cronctl.runtime.watch import NullWatch, Watch
-from cronctl.store.base import Store, StoreUnavailable, Transition, job_lock
+from cronctl.store.base import Store, StoreUnavailable, job_lock
 
 log = logging.getLogger("cronctl.runtime")
 _SCHEDULED = SCHEDULED
@@ -59,7 +61,7 @@ FINAL_DELAY = 0.025  # seconds the final statuses of a burst gather for one tran
 is_tracked = needs_store  # single_instance needs its row: the insert is the election
 
 
-class Firing:
+class Firing(RowWrites):
     def __init__(
         self, *, core: SchedulerCore, store: Store, dispatcher: Dispatcher,
         flusher: LogFlusher, io: IoWorker, node_id: str, clock: Callable[[], datetime],
@@ -96,6 +98,8 @@ class Firing:
         self.watch: Watch = NullWatch()  # metrics and notifications (set by the Scheduler)
         self.ahead = RetryRows(store, node_id=node_id, clock=clock, submit=io.submit,
                                unavailable=self._health_failed)
+        self.waiters = WaiterRows(store, node_id=node_id, submit=io.submit,
+                                  unavailable=self._health_failed)
 
     # --- the action loop -------------------------------------------------------------------
 
@@ -122,6 +126,8 @@ class Firing:
         while self._fires:
             fires, self._fires = self._fires, []
             self._run(self._fire_all(fires))
+        if self.waiters.wanted and not (self.health is not None and self.health.down):
+            self.waiters.write(self.clock())  # after this wake's fires are dispatched
         self.wakelog.end_wake(self.core.waiting)
 
     def _run(self, actions: Iterable[Action]) -> None:
@@ -142,8 +148,12 @@ class Firing:
     def _do(self, a: Action) -> Decision | None:
         kind = type(a)
         if kind is Enqueue:  # the most frequent by far in a burst: 1 per waiting fire
+            assert isinstance(a, Enqueue)
+            if a.occurrence_id is not None:  # waits for a slot: its row may be written
+                job = self.core.job(a.job_id)
+                if job is not None:
+                    self.waiters.want(a, job)
             if log.isEnabledFor(logging.DEBUG):
-                assert isinstance(a, Enqueue)
                 log.debug("waiting job=%s planned=%s for=%s", a.job_id, a.planned.isoformat(),
                           a.reason.value, extra=ids(a.job_id))
         elif isinstance(a, Finish):
@@ -189,7 +199,7 @@ class Firing:
                 ready.append(got)
             elif got is not None:
                 follow.extend(got.actions)
-        tracked = [r for r in ready if r.tracked]
+        tracked = [r for r in ready if r.tracked and not r.written]
         if tracked:
             ready = self._record(ready, tracked, now, follow)
         for r in ready:
@@ -230,6 +240,10 @@ class Firing:
         if health is not None and health.down:
             return self.core.unavailable(a.key, now)  # the core remembers it
         row = a.row if a.attempt == 1 else self.ahead.row_for(a)
+        if row is None and a.attempt == 1:
+            written = self.waiters.take(a)
+            if written is not None:  # no write now: dispatched at once
+                return Ready(a, job, True, execution_id=written, written=True)
         token: int | None = None
         try:
             if job.mode is Mode.SINGLE_INSTANCE:
@@ -240,98 +254,6 @@ class Firing:
             self._store_failed(job, exc)
             return self._release(a, now, f"store error: {first_line(exc)}")
         return Ready(a, job, True, token, row=row, locks=locks_for(job))
-
-    def _record(self, ready: list[Ready], tracked: list[Ready], now: datetime,
-                follow: list[Action]) -> list[Ready]:
-        ok = self._write_rows(ready, tracked, now, follow)
-        guarded = [r.execution_id for r in ok if r.locks and r.execution_id is not None]
-        if guarded:
-            # The row said "started" at ``now``, before its guard was taken (another node
-            # may have released it meanwhile): restamp the start after the commit, so that
-            # the executions of one guard never seem to overlap in the history.
-            at, store = self.clock(), self.store
-            changes = [Transition(eid, ExecutionStatus.RUNNING, ExecutionStatus.RUNNING,
-                                  started_at=at) for eid in guarded]
-            self.io.submit(lambda: store.transitions(changes))
-        return ok
-
-    def _write_rows(self, ready: list[Ready], tracked: list[Ready], now: datetime,
-                    follow: list[Action]) -> list[Ready]:
-        """Insert the rows of ``tracked`` (for single_instance the insert IS the
-        election) or claim the pending rows written ahead for them; returns the fires of
-        ``ready`` that may be dispatched."""
-        lost: set[int] = set()
-        if any(r.row is not None for r in tracked):
-            follow.extend(self._claim([r for r in tracked if r.row is not None], now, lost))
-            tracked = [r for r in tracked if r.row is None and id(r) not in lost]
-        rows = new_rows(tracked, self.node_id, now)
-        try:
-            ids_: list[int | str | None] = []
-            if any(row.locks for row in rows):
-                ids_ = self.store.insert_guarded(rows)
-            elif rows:
-                ids_ = list(self.store.insert_executions(rows))
-        except StoreUnavailable as exc:
-            follow.extend(self._unavailable(exc, [r.fire for r in tracked], now).actions)
-            lost.update(id(r) for r in tracked)
-            return [r for r in ready if id(r) not in lost]
-        except Exception as exc:
-            self._store_failed(tracked[0].job, exc)
-            for r in tracked:
-                follow.extend(self._release(r.fire, now, f"store error: {first_line(exc)}")
-                              .actions)
-            lost.update(id(r) for r in tracked)
-            return [r for r in ready if id(r) not in lost]
-        self._store_ok()
-        for r, execution_id in zip(tracked, ids_, strict=True):
-            if isinstance(execution_id, int):
-                r.execution_id = execution_id
-                continue
-            if execution_id is not None:  # a guard lock held on another node
-                lost.add(id(r))
-                follow.extend(self._blocked(r, execution_id, now).actions)
-                continue
-            # Another node (or an earlier run of this one) has this attempt.
-            a = r.fire
-            lost.add(id(r))
-            log.debug("not elected job=%s planned=%s", a.job_id, a.planned.isoformat(),
-                      extra=ids(a.job_id))
-            if a.origin in _SCHEDULED:
-                self.handled.cursor(a.job_id, a.planned)
-            follow.extend(self._release(a, now, "another node runs this occurrence").actions)
-        return [r for r in ready if id(r) not in lost]
-
-    def _claim(self, claims: list[Ready], now: datetime, lost: set[int]) -> list[Action]:
-        """Start the pending rows written ahead (retries, recovered pending rows): a
-        claim lost means another node runs that attempt."""
-        follow: list[Action] = []
-        for r in claims:
-            a = r.fire
-            assert r.row is not None
-            try:
-                won: bool | str = (
-                    self.store.claim_guarded(r.row, node_id=self.node_id, fencing_token=r.token,
-                                             started_at=now, locks=r.locks) if r.locks else
-                    self.store.claim_execution(r.row, node_id=self.node_id,
-                                               fencing_token=r.token, started_at=now))
-            except StoreUnavailable as exc:
-                lost.add(id(r))
-                follow.extend(self._unavailable(exc, [a], now).actions)
-                continue
-            except Exception as exc:
-                won = False
-                self._store_failed(r.job, exc)
-            if isinstance(won, str):  # the row stays pending: try it again later
-                lost.add(id(r))
-                follow.extend(self._blocked(r, won, now).actions)
-                continue
-            self.ahead.forget(a)
-            if won:
-                r.execution_id = r.row
-            else:
-                lost.add(id(r))
-                follow.extend(self._release(a, now, "another node runs this attempt").actions)
-        return follow
 
     def _retry(self, a: Retry) -> None:
         log.info("retry scheduled job=%s attempt=%d at=%s", a.job_id, a.attempt,
@@ -360,6 +282,9 @@ class Firing:
             return self.core.on_complete(key, ExecutionStatus.FAILED,
                                          f"dispatch failed: {first_line(exc)}", self.clock())
         started = self.clock()
+        if r.written:
+            assert execution_id is not None
+            self.finals.started(execution_id, started)
         self.fired += 1
         self.lateness.append((started - a.due).total_seconds())
         self.watch.started(run)
@@ -382,6 +307,7 @@ class Firing:
                  skip: SkipReason | None = None) -> Decision:
         self._trigger_done(a.occurrence_id, None, why)
         self.ahead.close(a, why)
+        self.waiters.forget(a)
         return self.core.release(a.key, now, skip=skip)
 
     def _unavailable(self, exc: StoreUnavailable, fires: list[Fire], now: datetime
@@ -453,6 +379,7 @@ class Firing:
 
     def _skip(self, a: Skip) -> None:
         self.handled.skip(a)
+        self.waiters.skipped(a.job_id, a.planned, a.last)
         if a.reason is SkipReason.REMOVED and len(self.ahead):
             self.ahead.close_removed(a.job_id, a.planned)
 
