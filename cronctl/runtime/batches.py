@@ -18,6 +18,7 @@ from cronctl.store.base import SkipRun, Store, StoreUnavailable, Transition
 
 log = logging.getLogger("cronctl.runtime")
 _LIVE = (ExecutionStatus.PENDING, ExecutionStatus.RUNNING)
+_PENDING = (ExecutionStatus.PENDING,)
 
 
 class CursorBatch:
@@ -129,53 +130,48 @@ class FinalBatch:
     def flush(self) -> None:
         """Write the batch. While the store is unreachable keep it (ahead of newer ones)
         for the next flush: a final status lost to an outage would leave its row
-        ``running``, and recovery would run that occurrence again."""
+        ``running``, and recovery would run that occurrence again.
+
+        An execution that started and ended within one batch (a short handler in a
+        burst) is written once: ``pending`` straight to its final status, with its
+        start time."""
         with self._lock:
             batch, self._pending = self._pending, []
             starts, self._starts = self._starts, []
-        if starts:
-            try:
-                begun = self._store.transitions([
-                    Transition(eid, (ExecutionStatus.PENDING,), ExecutionStatus.RUNNING,
-                               started_at=at) for eid, at in starts])
-            except StoreUnavailable:
-                with self._lock:
-                    self._starts[:0] = starts
-                    self._pending[:0] = batch
-                raise
-            except Exception as exc:  # the rows stay pending; their final statuses follow
-                log.warning("could not mark %d started executions running: %s",
-                            len(starts), str(exc).strip().splitlines()[0] if str(exc)
-                            else type(exc).__name__)
-                begun = [True] * len(starts)
-            for (eid, _at), ok in zip(starts, begun, strict=True):
-                if not ok:
-                    self._lost.add(eid)
-                    log.warning("exec=%s started here, but its row was no longer pending "
-                                "(claimed or closed elsewhere)", eid)
-        if self._lost:
-            lost = [entry for entry in batch if entry[0] in self._lost]
-            batch = [entry for entry in batch if entry[0] not in self._lost]
-            for eid, status, _error, token in lost:
+        if not batch and not starts:
+            return
+        begun = dict(starts)
+        finals: list[tuple[int, ExecutionStatus, str | None, int | None, datetime | None]] = []
+        for eid, status, error, token in batch:
+            if eid in self._lost:  # its start was refused: the row is someone else's
                 self._lost.discard(eid)
                 self._drain(eid)
                 fenced(self._store, eid, status, token)
-        if not batch:
-            return
+                continue
+            finals.append((eid, status, error, token, begun.pop(eid, None)))
         at = self._clock()
+        changes = [Transition(eid, _PENDING, ExecutionStatus.RUNNING, started_at=when)
+                   for eid, when in begun.items()]
+        changes += [Transition(eid, _LIVE if when is None else _PENDING, status, error, when,
+                               at, token) for eid, status, error, token, when in finals]
         try:
-            done = self._store.transitions([
-                Transition(eid, _LIVE, status, error, None, at, token)
-                for eid, status, error, token in batch])
+            done = self._store.transitions(changes)
         except StoreUnavailable:
             with self._lock:
                 self._pending[:0] = batch
+                self._starts[:0] = starts
             raise
         except BaseException:
-            for eid, _status, _error, _token in batch:
+            for eid, *_rest in finals:
                 self._drain(eid)
             raise
-        for (eid, status, _error, token), ok in zip(batch, done, strict=True):
+        for eid, ok in zip(begun, done, strict=False):
+            if not ok:
+                self._lost.add(eid)
+                log.warning("exec=%s started here, but its row was no longer pending "
+                            "(claimed or closed elsewhere)", eid)
+        for (eid, status, _error, token, _when), ok in zip(finals, done[len(begun):],
+                                                          strict=True):
             self._drain(eid)
             if not ok:
                 fenced(self._store, eid, status, token)

@@ -35,7 +35,7 @@ from cronctl.core import (
     SkipReason,
     needs_store,
 )
-from cronctl.dispatch.base import Dispatcher, DispatchRequest, Outcome
+from cronctl.dispatch.base import Dispatcher, DispatchRequest, LogSink, Outcome
 from cronctl.dispatch.logbuffer import LogFlusher, ProcessLogSink
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode
 from cronctl.runtime import records
@@ -90,6 +90,7 @@ class Firing(RowWrites):
         self.ended: dict[int, datetime] = {}
         self.triggers: dict[str, int] = {}  # occurrence id -> trigger request id
         self.lateness: collections.deque[float] = collections.deque(maxlen=200_000)
+        self._sinks: dict[str, ProcessLogSink] = {}  # untracked fires' log sinks, by job
         self.wakelog = WakeLog(log)  # the fired / succeeded lines, one per wake (or burst)
         self.fired = 0
         self._store_down = False
@@ -149,7 +150,7 @@ class Firing(RowWrites):
         kind = type(a)
         if kind is Enqueue:  # the most frequent by far in a burst: 1 per waiting fire
             assert isinstance(a, Enqueue)
-            if a.occurrence_id is not None:  # waits for a slot: its row may be written
+            if a.occurrence_id is not None and self.waiters.enabled:  # for a slot
                 job = self.core.job(a.job_id)
                 if job is not None:
                     self.waiters.want(a, job)
@@ -265,9 +266,13 @@ class Firing(RowWrites):
 
     def _launch(self, r: Ready) -> Decision | None:
         a, job, execution_id = r.fire, r.job, r.execution_id
-        sink = (self.flusher.sink_for(execution_id) if execution_id is not None
-                else ProcessLogSink(job.id))
-        spawned = records.spawn_recorder(self.store, self.io.submit, execution_id)
+        if execution_id is not None:
+            sink: LogSink = self.flusher.sink_for(execution_id)
+        else:  # (holds nothing but the job id: one per job)
+            sink = self._sinks.get(job.id) or self._sinks.setdefault(job.id,
+                                                                     ProcessLogSink(job.id))
+        spawned = (None if execution_id is None else
+                   records.spawn_recorder(self.store, self.io.submit, execution_id))
         request = DispatchRequest(job, a.occurrence_id, a.planned, a.attempt, a.origin,
                                   execution_id, r.token, on_spawn=spawned)
         run = Run(a, job, execution_id, token=r.token)

@@ -400,6 +400,7 @@ class Scheduler:
         return min(longest + 1.0, KILL_GRACE_CAP)
 
     def _index_groups(self) -> None:
+        self.firing.waiters.jobs_are(self._jobs)
         index: dict[str, list[str]] = {}
         for job in self._jobs:
             if job.serial_group is not None:

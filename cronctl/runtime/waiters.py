@@ -21,7 +21,7 @@ rows that its next start recovers like any pending row (the attempt runs then).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 
 from cronctl.core import Enqueue, Fire, needs_store
@@ -47,6 +47,11 @@ class WaiterRows:
         self._wanted: dict[_Key, tuple[Enqueue, JobDefinition]] = {}  # FIFO: no row yet
         self._rows: dict[_Key, tuple[int, datetime]] = {}  # written: (row id, planned)
         self._jobs: dict[str, set[_Key]] = {}  # job -> its keys in either
+        self.enabled = True  # False while no job could use it (see :meth:`jobs_are`)
+
+    def jobs_are(self, jobs: Iterable[JobDefinition]) -> None:
+        """The job set (at start and each reload)."""
+        self.enabled = any(needs_store(job) and not locks_for(job) for job in jobs)
 
     def __len__(self) -> int:
         return len(self._rows)
