@@ -173,11 +173,11 @@ def _report(n: int, db: str, gc_mode: str, instant: float, samples: list[tuple[f
 
 
 def _profile_threads(profiles: list[cProfile.Profile]) -> None:
-    """cProfile on every thread the scheduler starts from now on (scheduler, workers)."""
+    """cProfile on every thread the scheduler starts from now on (scheduler, workers, I/O)."""
     original = threading.Thread.run
 
     def profiled(self: threading.Thread) -> None:
-        if not self.name.startswith(("cronctl-scheduler", "cronctl-job")):
+        if not self.name.startswith(("cronctl-scheduler", "cronctl-job", "cronctl-io")):
             original(self)
             return
         profile = cProfile.Profile()
@@ -198,7 +198,7 @@ def _print_profiles(profiles: list[cProfile.Profile], n: int, top: int = 30) -> 
         stats.add(profile)
     raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
     rows = sorted(raw.items(), key=lambda kv: -kv[1][2])[:top]
-    print(f"\ncProfile, scheduler + worker threads, own time per fire (top {top}):")
+    print(f"\ncProfile, scheduler, worker and I/O threads, own time per fire (top {top}):")
     print(f"  {'us/fire':>8} {'cum us':>8} {'calls/fire':>10}  function")
     for (path, line, fn), (_cc, calls, tottime, cumtime, _callers) in rows:
         where = f"{Path(path).name}:{line}" if line else path

@@ -86,12 +86,17 @@ class Skip:
 
 @dataclass(frozen=True, slots=True)
 class Enqueue:
-    """This fire waits; a later decision starts it (or supersedes it)."""
+    """This fire waits; a later decision starts it (or supersedes it).
+
+    A wait for a slot (``reason`` slot) of a first attempt that has no row (not a
+    recovered one) names its ``occurrence_id``: the :class:`Fire` that starts it later
+    (attempt 1) carries the same, so the runtime may write its row while it waits."""
 
     job_id: str
     planned: datetime
     origin: Origin
     reason: WaitReason
+    occurrence_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -149,7 +149,12 @@ class Guards:
             if p.waiting_since is None:
                 p.waiting_since = self._mono
             self._slot_wait.append(p)
-            out.append(Enqueue(p.js.job.id, p.planned, p.origin, WaitReason.SLOT))
+            occ = None
+            if p.attempt == 1 and p.row is None and p.recovered_from is None:
+                occ = p.occurrence_id
+                if occ is None:
+                    occ = p.occurrence_id = self._occ(p.js.job.id, p.planned)
+            out.append(Enqueue(p.js.job.id, p.planned, p.origin, WaitReason.SLOT, occ))
             return
         self._start(p, now, out)
 

@@ -18,6 +18,7 @@ from cronctl.store.base import SkipRun, Store, StoreUnavailable, Transition
 
 log = logging.getLogger("cronctl.runtime")
 _LIVE = (ExecutionStatus.PENDING, ExecutionStatus.RUNNING)
+_PENDING = (ExecutionStatus.PENDING,)
 
 
 class CursorBatch:
@@ -79,33 +80,62 @@ class FinalBatch:
     per batch, each followed by the drain of the execution's buffered log lines.
 
     ``add`` is called on the scheduler thread; the first addition to an empty batch
-    hands one flush to ``submit`` (the I/O thread's queue), so a burst of endings costs
-    one task and one transaction."""
+    hands one flush to ``later`` (the I/O thread's timers), ``delay`` seconds on, so the
+    endings of a burst cost a few transactions, not one per wake: on SQLite each one
+    holds the write lock the scheduler thread needs for the next fires' rows. An ending
+    that releases guard locks (``prompt``: the next fire of its serial group or job
+    waits for that release) hands its flush to ``submit`` at once."""
 
     def __init__(self, store: Store, submit: Callable[[Callable[[], object]], None],
-                 drain: Callable[[int], object], clock: Callable[[], datetime]) -> None:
+                 drain: Callable[[int], object], clock: Callable[[], datetime], *,
+                 later: Callable[[float, Callable[[], object]], None] | None = None,
+                 delay: float = 0.0) -> None:
         self._store = store
         self._submit = submit
+        self._later = later
+        self._delay = delay
         self._drain = drain
         self._clock = clock
         self._lock = threading.Lock()
         self._writing = threading.Lock()  # one write at a time (I/O thread or settle)
         self._pending: list[tuple[int, ExecutionStatus, str | None, int | None]] = []
+        self._starts: list[tuple[int, datetime]] = []
+        self._lost: set[int] = set()  # started here, but the row was not pending any more
 
     def add(self, execution_id: int, status: ExecutionStatus, error: str | None,
-            token: int | None = None) -> None:
+            token: int | None = None, *, prompt: bool = False) -> None:
         """``token``: the fencing token the attempt was claimed with (the store refuses
         the final status if the row no longer carries it)."""
         with self._lock:
             first = not self._pending
             self._pending.append((execution_id, status, error, token))
-        if first:
+        if prompt or (first and (self._later is None or self._delay <= 0)):
             self._submit(self.flush)
+        elif first:
+            assert self._later is not None
+            self._later(self._delay, self.flush)
+
+    def started(self, execution_id: int, at: datetime) -> None:
+        """A row written ``pending`` ahead of its attempt (see
+        :mod:`cronctl.runtime.waiters`) was dispatched at ``at``: it becomes ``running``
+        with the next flush, ahead of any final status."""
+        with self._lock:
+            first = not self._pending and not self._starts
+            self._starts.append((execution_id, at))
+        if first:
+            if self._later is None or self._delay <= 0:
+                self._submit(self.flush)
+            else:
+                self._later(self._delay, self.flush)
 
     def flush(self) -> None:
         """Write the batch. While the store is unreachable keep it (ahead of newer ones)
         for the next flush: a final status lost to an outage would leave its row
-        ``running``, and recovery would run that occurrence again."""
+        ``running``, and recovery would run that occurrence again.
+
+        An execution that started and ended within one batch (a short handler in a
+        burst) is written once: ``pending`` straight to its final status, with its
+        start time."""
         with self._writing:
             self._flush()
 
@@ -120,22 +150,41 @@ class FinalBatch:
     def _flush(self) -> None:
         with self._lock:
             batch, self._pending = self._pending, []
-        if not batch:
+            starts, self._starts = self._starts, []
+        if not batch and not starts:
             return
+        begun = dict(starts)
+        finals: list[tuple[int, ExecutionStatus, str | None, int | None, datetime | None]] = []
+        for eid, status, error, token in batch:
+            if eid in self._lost:  # its start was refused: the row is someone else's
+                self._lost.discard(eid)
+                self._drain(eid)
+                fenced(self._store, eid, status, token)
+                continue
+            finals.append((eid, status, error, token, begun.pop(eid, None)))
         at = self._clock()
+        changes = [Transition(eid, _PENDING, ExecutionStatus.RUNNING, started_at=when)
+                   for eid, when in begun.items()]
+        changes += [Transition(eid, _LIVE if when is None else _PENDING, status, error, when,
+                               at, token) for eid, status, error, token, when in finals]
         try:
-            done = self._store.transitions([
-                Transition(eid, _LIVE, status, error, None, at, token)
-                for eid, status, error, token in batch])
+            done = self._store.transitions(changes)
         except StoreUnavailable:
             with self._lock:
                 self._pending[:0] = batch
+                self._starts[:0] = starts
             raise
         except BaseException:
-            for eid, _status, _error, _token in batch:
+            for eid, *_rest in finals:
                 self._drain(eid)
             raise
-        for (eid, status, _error, token), ok in zip(batch, done, strict=True):
+        for eid, ok in zip(begun, done, strict=False):
+            if not ok:
+                self._lost.add(eid)
+                log.warning("exec=%s started here, but its row was no longer pending "
+                            "(claimed or closed elsewhere)", eid)
+        for (eid, status, _error, token, _when), ok in zip(finals, done[len(begun):],
+                                                          strict=True):
             self._drain(eid)
             if not ok:
                 fenced(self._store, eid, status, token)

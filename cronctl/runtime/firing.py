@@ -14,7 +14,7 @@ from __future__ import annotations
 import collections
 import logging
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from datetime import datetime
 
 from cronctl.core import (
@@ -35,7 +35,7 @@ from cronctl.core import (
     SkipReason,
     needs_store,
 )
-from cronctl.dispatch.base import Dispatcher, DispatchRequest, Outcome
+from cronctl.dispatch.base import Dispatcher, DispatchRequest, LogSink, Outcome
 from cronctl.dispatch.logbuffer import LogFlusher, ProcessLogSink
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode
 from cronctl.runtime import records
@@ -45,19 +45,23 @@ from cronctl.runtime.handled import SCHEDULED, Handled
 from cronctl.runtime.health import DatabaseHealth
 from cronctl.runtime.io import IoWorker
 from cronctl.runtime.logsetup import ids
-from cronctl.runtime.records import REMOTE_RETRY, Ready, Run, first_line, locks_for, new_rows
+from cronctl.runtime.records import REMOTE_RETRY, Ready, Run, first_line, locks_for
+from cronctl.runtime.rowwrites import RowWrites
+from cronctl.runtime.waiters import WaiterRows
+from cronctl.runtime.wakelog import WakeLog
 from cronctl.runtime.watch import NullWatch, Watch
-from cronctl.store.base import Store, StoreUnavailable, Transition, job_lock
+from cronctl.store.base import Store, StoreUnavailable, job_lock
 
 log = logging.getLogger("cronctl.runtime")
 _SCHEDULED = SCHEDULED
 _LIVE = (ExecutionStatus.PENDING, ExecutionStatus.RUNNING)
 
 
+FINAL_DELAY = 0.025  # seconds the final statuses of a burst gather for one transaction
 is_tracked = needs_store  # single_instance needs its row: the insert is the election
 
 
-class Firing:
+class Firing(RowWrites):
     def __init__(
         self, *, core: SchedulerCore, store: Store, dispatcher: Dispatcher,
         flusher: LogFlusher, io: IoWorker, node_id: str, clock: Callable[[], datetime],
@@ -77,9 +81,11 @@ class Firing:
         self.handled = Handled(core, node_id=node_id, persistent=store.persistent,
                                watch=lambda: self.watch)
         self.cursors = self.handled.cursors
-        self.finals = FinalBatch(store, io.submit, flusher.drain, clock)
+        self.finals = FinalBatch(store, io.submit, flusher.drain, clock, later=io.after,
+                                 delay=FINAL_DELAY)
         self._fires: list[Fire] = []  # deferred to the end of the batch (see ``batch``)
         self._batching = 0
+        self.stopping = False  # set by the Scheduler when a stop begins
         self.unresolved: set[str] = set()
         self.lost_recoveries: set[int] = set()
         # When interrupted attempts handed to recovery really ended (their process group
@@ -87,6 +93,8 @@ class Firing:
         self.ended: dict[int, datetime] = {}
         self.triggers: dict[str, int] = {}  # occurrence id -> trigger request id
         self.lateness: collections.deque[float] = collections.deque(maxlen=200_000)
+        self._sinks: dict[str, ProcessLogSink] = {}  # untracked fires' log sinks, by job
+        self.wakelog = WakeLog(log)  # the fired / succeeded lines, one per wake (or burst)
         self.fired = 0
         self._store_down = False
         self.group_index: dict[str, list[str]] = {}  # serial group -> job ids (set on load)
@@ -94,6 +102,8 @@ class Firing:
         self.watch: Watch = NullWatch()  # metrics and notifications (set by the Scheduler)
         self.ahead = RetryRows(store, node_id=node_id, clock=clock, submit=io.submit,
                                unavailable=self._health_failed)
+        self.waiters = WaiterRows(store, node_id=node_id, submit=io.submit,
+                                  unavailable=self._health_failed)
 
     # --- the action loop -------------------------------------------------------------------
 
@@ -119,7 +129,22 @@ class Firing:
     def flush_fires(self) -> None:
         while self._fires:
             fires, self._fires = self._fires, []
-            self._run(self._fire_all(fires))
+            self._run(self._hold_back(fires) if self.stopping else self._fire_all(fires))
+        down = self.stopping or (self.health is not None and self.health.down)
+        if self.waiters.wanted and not down:
+            self.waiters.write(self.clock())  # after this wake's fires are dispatched
+        self.wakelog.end_wake(self.core.waiting)
+
+    def _hold_back(self, fires: list[Fire]) -> list[Action]:
+        """Stopping: the attempts that would start now (a slot freed) do not (SPEC section
+        3, "stop firing"). A retry keeps its pending row for the next start; a planned
+        instant never dispatched is below no cursor, so the next start's misfire policy
+        decides it; a waiting fire's row written ahead is discarded with the others."""
+        now, out = self.clock(), list[Action]()
+        for a in fires:
+            self._trigger_done(a.occurrence_id, None, "the scheduler is stopping")
+            out.extend(self.core.release(a.key, now, mono=self.mono()).actions)
+        return out
 
     def _run(self, actions: Iterable[Action]) -> None:
         work: collections.deque[Action] = collections.deque(actions)
@@ -139,8 +164,12 @@ class Firing:
     def _do(self, a: Action) -> Decision | None:
         kind = type(a)
         if kind is Enqueue:  # the most frequent by far in a burst: 1 per waiting fire
+            assert isinstance(a, Enqueue)
+            if a.occurrence_id is not None and self.waiters.enabled:  # for a slot
+                job = self.core.job(a.job_id)
+                if job is not None:
+                    self.waiters.want(a, job)
             if log.isEnabledFor(logging.DEBUG):
-                assert isinstance(a, Enqueue)
                 log.debug("waiting job=%s planned=%s for=%s", a.job_id, a.planned.isoformat(),
                           a.reason.value, extra=ids(a.job_id))
         elif isinstance(a, Finish):
@@ -186,7 +215,7 @@ class Firing:
                 ready.append(got)
             elif got is not None:
                 follow.extend(got.actions)
-        tracked = [r for r in ready if r.tracked]
+        tracked = [r for r in ready if r.tracked and not r.written]
         if tracked:
             ready = self._record(ready, tracked, now, follow)
         for r in ready:
@@ -227,6 +256,10 @@ class Firing:
         if health is not None and health.down:
             return self.core.unavailable(a.key, now, mono=self.mono())  # it remembers
         row = a.row if a.attempt == 1 else self.ahead.row_for(a)
+        if row is None and a.attempt == 1:
+            written = self.waiters.take(a)
+            if written is not None:  # no write now: dispatched at once
+                return Ready(a, job, True, execution_id=written, written=True)
         token: int | None = None
         try:
             if job.mode is Mode.SINGLE_INSTANCE:
@@ -238,101 +271,6 @@ class Firing:
             return self._release(a, now, f"store error: {first_line(exc)}")
         return Ready(a, job, True, token, row=row, locks=locks_for(job))
 
-    def _record(self, ready: list[Ready], tracked: list[Ready], now: datetime,
-                follow: list[Action]) -> list[Ready]:
-        if any(r.locks for r in tracked):
-            with suppress(StoreUnavailable):  # (the insert reports it)
-                self.finals.settle()
-        ok = self._write_rows(ready, tracked, now, follow)
-        guarded = [r.execution_id for r in ok if r.locks and r.execution_id is not None]
-        if guarded:
-            # The row said "started" at ``now``, before its guard was taken (another node
-            # may have released it meanwhile): restamp the start after the commit, so that
-            # the executions of one guard never seem to overlap in the history.
-            at, store = self.clock(), self.store
-            changes = [Transition(eid, ExecutionStatus.RUNNING, ExecutionStatus.RUNNING,
-                                  started_at=at) for eid in guarded]
-            self.io.submit(lambda: store.transitions(changes))
-        return ok
-
-    def _write_rows(self, ready: list[Ready], tracked: list[Ready], now: datetime,
-                    follow: list[Action]) -> list[Ready]:
-        """Insert the rows of ``tracked`` (for single_instance the insert IS the
-        election) or claim the pending rows written ahead for them; returns the fires of
-        ``ready`` that may be dispatched."""
-        lost: set[int] = set()
-        if any(r.row is not None for r in tracked):
-            follow.extend(self._claim([r for r in tracked if r.row is not None], now, lost))
-            tracked = [r for r in tracked if r.row is None and id(r) not in lost]
-        rows = new_rows(tracked, self.node_id, now)
-        try:
-            ids_: list[int | str | None] = []
-            if any(row.locks for row in rows):
-                ids_ = self.store.insert_guarded(rows)
-            elif rows:
-                ids_ = list(self.store.insert_executions(rows))
-        except StoreUnavailable as exc:
-            follow.extend(self._unavailable(exc, [r.fire for r in tracked], now).actions)
-            lost.update(id(r) for r in tracked)
-            return [r for r in ready if id(r) not in lost]
-        except Exception as exc:
-            self._store_failed(tracked[0].job, exc)
-            for r in tracked:
-                follow.extend(self._release(r.fire, now, f"store error: {first_line(exc)}")
-                              .actions)
-            lost.update(id(r) for r in tracked)
-            return [r for r in ready if id(r) not in lost]
-        self._store_ok()
-        for r, execution_id in zip(tracked, ids_, strict=True):
-            if isinstance(execution_id, int):
-                r.execution_id = execution_id
-                continue
-            if execution_id is not None:  # a guard lock held on another node
-                lost.add(id(r))
-                follow.extend(self._blocked(r, execution_id, now).actions)
-                continue
-            # Another node (or an earlier run of this one) has this attempt.
-            a = r.fire
-            lost.add(id(r))
-            log.debug("not elected job=%s planned=%s", a.job_id, a.planned.isoformat(),
-                      extra=ids(a.job_id))
-            if a.origin in _SCHEDULED:
-                self.handled.cursor(a.job_id, a.planned)
-            follow.extend(self._release(a, now, "another node runs this occurrence").actions)
-        return [r for r in ready if id(r) not in lost]
-
-    def _claim(self, claims: list[Ready], now: datetime, lost: set[int]) -> list[Action]:
-        """Start the pending rows written ahead (retries, recovered pending rows): a
-        claim lost means another node runs that attempt."""
-        follow: list[Action] = []
-        for r in claims:
-            a = r.fire
-            assert r.row is not None
-            try:
-                won: bool | str = (
-                    self.store.claim_guarded(r.row, node_id=self.node_id, fencing_token=r.token,
-                                             started_at=now, locks=r.locks) if r.locks else
-                    self.store.claim_execution(r.row, node_id=self.node_id,
-                                               fencing_token=r.token, started_at=now))
-            except StoreUnavailable as exc:
-                lost.add(id(r))
-                follow.extend(self._unavailable(exc, [a], now).actions)
-                continue
-            except Exception as exc:
-                won = False
-                self._store_failed(r.job, exc)
-            if isinstance(won, str):  # the row stays pending: try it again later
-                lost.add(id(r))
-                follow.extend(self._blocked(r, won, now).actions)
-                continue
-            self.ahead.forget(a)
-            if won:
-                r.execution_id = r.row
-            else:
-                lost.add(id(r))
-                follow.extend(self._release(a, now, "another node runs this attempt").actions)
-        return follow
-
     def _retry(self, a: Retry) -> None:
         log.info("retry scheduled job=%s attempt=%d at=%s", a.job_id, a.attempt,
                  a.due.isoformat(), extra=ids(a.job_id))
@@ -343,9 +281,13 @@ class Firing:
 
     def _launch(self, r: Ready) -> Decision | None:
         a, job, execution_id = r.fire, r.job, r.execution_id
-        sink = (self.flusher.sink_for(execution_id) if execution_id is not None
-                else ProcessLogSink(job.id))
-        spawned = records.spawn_recorder(self.store, self.io.submit, execution_id)
+        if execution_id is not None:
+            sink: LogSink = self.flusher.sink_for(execution_id)
+        else:  # (holds nothing but the job id: one per job)
+            sink = self._sinks.get(job.id) or self._sinks.setdefault(job.id,
+                                                                     ProcessLogSink(job.id))
+        spawned = (None if execution_id is None else
+                   records.spawn_recorder(self.store, self.io.submit, execution_id))
         request = DispatchRequest(job, a.occurrence_id, a.planned, a.attempt, a.origin,
                                   execution_id, r.token, on_spawn=spawned)
         run = Run(a, job, execution_id, token=r.token)
@@ -361,6 +303,9 @@ class Firing:
                                          f"dispatch failed: {first_line(exc)}", self.clock(),
                                          mono=self.mono())
         started = self.clock()
+        if r.written:
+            assert execution_id is not None
+            self.finals.started(execution_id, started)
         self.fired += 1
         self.lateness.append((started - a.due).total_seconds())
         self.watch.started(run)
@@ -368,10 +313,7 @@ class Firing:
             self.handled.cursor(job.id, a.planned)
         if self.triggers:
             self._trigger_done(a.occurrence_id, execution_id, None)
-        if log.isEnabledFor(logging.INFO):
-            log.info("fired job=%s exec=%s planned=%s attempt=%d origin=%s", job.id,
-                     execution_id if execution_id is not None else "-", a.planned.isoformat(),
-                     a.attempt, a.origin.value, extra=ids(job.id, execution_id))
+        self.wakelog.fired(job.id, execution_id, a.planned, a.attempt, a.origin)
         return None
 
     def _blocked(self, r: Ready, key: str, now: datetime) -> Decision:
@@ -386,6 +328,7 @@ class Firing:
                  skip: SkipReason | None = None) -> Decision:
         self._trigger_done(a.occurrence_id, None, why)
         self.ahead.close(a, why)
+        self.waiters.forget(a)
         return self.core.release(a.key, now, skip=skip, mono=self.mono())
 
     def _unavailable(self, exc: StoreUnavailable, fires: list[Fire], now: datetime
@@ -418,13 +361,14 @@ class Firing:
             return
         self.watch.finished(run, status, error)
         eid = run.execution_id
-        level = logging.INFO if status is ExecutionStatus.SUCCEEDED else logging.WARNING
-        if log.isEnabledFor(level):
-            log.log(level, "finished job=%s exec=%s status=%s%s", run.job.id,
-                    eid if eid is not None else "-", status.value,
-                    f" error={error}" if error else "", extra=ids(run.job.id, eid))
+        if status is ExecutionStatus.SUCCEEDED:
+            self.wakelog.succeeded(run.job.id, eid)
+        else:
+            log.warning("finished job=%s exec=%s status=%s%s", run.job.id,
+                        eid if eid is not None else "-", status.value,
+                        f" error={error}" if error else "", extra=ids(run.job.id, eid))
         if eid is not None:
-            self.finals.add(eid, status, error, run.token)
+            self.finals.add(eid, status, error, run.token, prompt=bool(locks_for(run.job)))
 
     def _abandon(self, a: Abandon) -> None:
         run = self.running.get(a.key)
@@ -457,6 +401,7 @@ class Firing:
 
     def _skip(self, a: Skip) -> None:
         self.handled.skip(a)
+        self.waiters.skipped(a.job_id, a.planned, a.last)
         if a.reason is SkipReason.REMOVED and len(self.ahead):
             self.ahead.close_removed(a.job_id, a.planned)
 

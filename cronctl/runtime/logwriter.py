@@ -1,8 +1,9 @@
 """The process log's writer thread: log calls only queue their record; one thread formats
 and writes the lines, several per ``write``.
 
-``cronctl run`` logs two lines per fire (``fired``, ``finished``) from the scheduler
-thread; formatting and writing them there took a third of its time per fire in a burst
+``cronctl run`` logs from the scheduler thread (in a burst a few summary lines, see
+:mod:`cronctl.runtime.wakelog`; one or two lines per fire otherwise, and at DEBUG);
+formatting and writing them there took a third of its time per fire in a burst
 (bench/PROFILE.md), time it can spend starting the next fire while the writer catches
 up. What stays on the calling thread is the record itself and its message text (so
 that arguments changed after the call cannot change the line). Lines keep the order of

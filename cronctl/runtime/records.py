@@ -51,6 +51,7 @@ class Ready:
     execution_id: int | None = None
     row: int | None = None  # a pending row written ahead for this attempt: claim it
     locks: tuple[str, ...] = ()
+    written: bool = False  # its row (execution_id) was written while it waited for a slot
 
 
 @dataclass(slots=True)

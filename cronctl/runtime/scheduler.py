@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from cronctl import processes
@@ -50,10 +51,6 @@ KILL_GRACE_CAP = 15.0  # longest wait after cancelling at shutdown
 IO_DRAIN_MIN = 2.0  # the I/O thread's least time to drain at shutdown
 
 
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
 def _recovered(rows: Sequence[ExecutionRecord]) -> list[RecoveredExecution]:
     return [RecoveredExecution(r.id, r.job_id, r.scheduled_at, r.attempt, r.origin, r.status,
                                r.created_at) for r in rows]
@@ -79,7 +76,7 @@ class Scheduler:
     ) -> None:
         self.config = config
         self.store = store
-        self.clock = clock or _utcnow
+        self.clock = clock or partial(datetime.now, UTC)
         # Retries, timeouts and deadlines: never measured on the (steppable) wall clock.
         self.mono = monotonic or time.monotonic
         self.notifier = notifier if notifier is not None else SystemdNotifier.from_env()
@@ -200,6 +197,8 @@ class Scheduler:
         shutdown = getattr(self.dispatcher, "shutdown", None)
         if self._own_dispatcher and callable(shutdown):
             shutdown(False)  # kills what is still running: no child outlives us
+        self.io.submit(self.firing.waiters.discard_all)  # fires that never started
+        self.io.submit(self.firing.finals.flush)  # (its timer would not run any more)
         self.io.submit(lambda: self.firing.cursors.flush(self.store))
         # The I/O backlog (final statuses, cursors) gets what is left of the grace, and at
         # least a moment; what it cannot write is recovered at the next start.
@@ -251,7 +250,7 @@ class Scheduler:
             self._ready.set()
         wd = self.notifier.watchdog_interval
         next_poll = time.monotonic()
-        next_wd = time.monotonic() + wd if wd else float("inf")
+        next_wd = next_poll + wd if wd else float("inf")
         deadline = hard = float("inf")
         while True:
             if not self._stopping:
@@ -293,7 +292,7 @@ class Scheduler:
         while True:
             stop = self._handle(msg)
             if stop is not None:
-                self._stopping = True
+                self._stopping = self.firing.stopping = True
                 self.notifier.notify("STOPPING=1\nSTATUS=stopping")
                 grace = stop if stop >= 0 else self.config.shutdown_timeout.total_seconds()
                 deadline = time.monotonic() + grace
@@ -390,11 +389,12 @@ class Scheduler:
             done.set_result(None)
 
     def _abort_remaining(self) -> None:
-        """Past the kill grace: the dispatcher is shut down next; record what is left."""
+        """Stopping: the dispatcher is shut down next; record what is left."""
         for key in list(self.firing.running):
             self.firing.execute(self.core.on_complete(
                 key, ExecutionStatus.CANCELLED, "cancelled: scheduler shut down", self.clock(),
                 mono=self.mono()))
+        self.firing.wakelog.flush()  # the lines a burst held back
 
     def _kill_grace(self) -> float:
         longest = max((r.job.kill_timeout.total_seconds() for r in self.firing.running.values()),
@@ -402,6 +402,7 @@ class Scheduler:
         return min(longest + 1.0, KILL_GRACE_CAP)
 
     def _index_groups(self) -> None:
+        self.firing.waiters.jobs_are(self._jobs)
         index: dict[str, list[str]] = {}
         for job in self._jobs:
             if job.serial_group is not None:
@@ -438,7 +439,9 @@ class Scheduler:
 
     def _poll(self) -> None:
         """On the scheduler thread: hand the I/O thread what to poll for."""
-        self.watch.loop(self.core.waiting)
+        waiting = self.core.waiting
+        self.watch.loop(waiting)
+        self.firing.wakelog.end_wake(waiting)  # lines held while a burst drains
         if not self.store.persistent and not self.firing.running:
             return
         live = [r.execution_id for r in self.firing.running.values()

@@ -206,6 +206,12 @@ class Store(Upkeep, Protocol):
         Results are in the order of ``rows``."""
         ...
 
+    def discard_pending(self, execution_ids: Collection[int]) -> int:
+        """Delete those of ``execution_ids`` that are still ``pending`` (rows written for
+        attempts that then never started: their instants get skip records instead, or
+        the misfire policy decides at the next start); returns how many were deleted."""
+        ...
+
     def transitions(self, changes: Sequence[Transition]) -> list[bool]:
         """:meth:`transition` for each change, in order, in ONE transaction; whether each
         one happened. A change to a final status (neither ``pending`` nor ``running``)

@@ -59,6 +59,16 @@ class Executions(SqlConnection):
             return self._raw.claim(cur, execution_id, node_id, fencing_token,
                                    require_aware(started_at, "started_at"))
 
+    def discard_pending(self, execution_ids: Collection[int]) -> int:
+        ids = sorted(set(execution_ids))
+        deleted = 0
+        with self._write() as conn:
+            for start in range(0, len(ids), 500):
+                deleted += conn.execute(sa.delete(job_executions).where(
+                    X.id.in_(ids[start:start + 500]),
+                    X.status == ExecutionStatus.PENDING.value)).rowcount
+        return deleted
+
     def transition(
         self,
         execution_id: int,

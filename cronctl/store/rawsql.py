@@ -15,7 +15,7 @@ Only ``?`` placeholders are written below; PostgreSQL gets ``%s``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -35,6 +35,10 @@ _INSERT = (f"INSERT INTO job_executions ({', '.join(_COLUMNS)}) VALUES {{values}
            f"ON CONFLICT {_KEY} DO NOTHING RETURNING id{{more}}")
 _ROW = "(" + ", ".join("?" * len(_COLUMNS)) + ")"
 PG_CHUNK = 1000  # rows per multi-row INSERT (13 parameters each, far below the limit)
+# SQLite: 76 rows of 13 parameters stay within 999, the least SQLITE_MAX_VARIABLE_NUMBER
+# any build has (a multi-row VALUES is not bound by SQLITE_MAX_COMPOUND_SELECT).
+SQLITE_CHUNK = 999 // len(_COLUMNS)
+_RETURNED = ", job_id, occurrence_id, scope, attempt"
 
 _CURSOR_UPSERT = (
     'INSERT INTO job_schedules (job_id, "cursor") VALUES (?, ?) ON CONFLICT (job_id) '
@@ -91,6 +95,7 @@ class RawSql(ReadQueries):
         self._error: type[Exception] = engine.dialect.loaded_dbapi.Error
         self._updates: dict[tuple[bool, bool, bool, int, bool], str] = {}
         self._pg_inserts: dict[int, str] = {}
+        self._sqlite_inserts: dict[int, str] = {}
 
     @contextmanager
     def cursor(self, conn: Connection) -> Iterator[Any]:
@@ -112,34 +117,47 @@ class RawSql(ReadQueries):
 
     # --- statements ------------------------------------------------------------------------
 
-    def _params(self, r: NewExecution, now: datetime) -> tuple[Any, ...]:
+    def _stamps(self) -> Callable[[datetime, str], Any]:
+        """:meth:`ts` for the rows of one batch, each distinct instant converted once (a
+        burst's rows share their planned, created and started instants)."""
+        memo: dict[datetime, Any] = {}
+
+        def stamp(value: datetime, what: str) -> Any:
+            got = memo.get(value)
+            if got is None:
+                got = memo[value] = self.ts(require_aware(value, what))
+            return got
+        return stamp
+
+    @staticmethod
+    def _params(r: NewExecution, now: datetime, stamp: Callable[[datetime, str], Any]
+                ) -> tuple[Any, ...]:
         started, finished = r.started_at, r.finished_at
-        return (r.job_id, r.occurrence_id, self.ts(require_aware(r.scheduled_at, "scheduled_at")),
+        return (r.job_id, r.occurrence_id, stamp(r.scheduled_at, "scheduled_at"),
                 r.attempt, r.scope_node or "", r.node_id, Origin(r.origin).value,
                 ExecutionStatus(r.status).value, r.target, r.fencing_token,
-                self.ts(require_aware(r.created_at or now, "now")),
-                None if started is None else self.ts(require_aware(started, "started_at")),
-                None if finished is None else self.ts(require_aware(finished, "finished_at")))
+                stamp(r.created_at or now, "now"),
+                None if started is None else stamp(started, "started_at"),
+                None if finished is None else stamp(finished, "finished_at"))
 
     def insert_executions(self, cur: Any, rows: Sequence[NewExecution]) -> list[int | None]:
+        """Multi-row INSERTs; rows that lost are not returned (and RETURNING's order is
+        not the rows'), so the winners are matched back by their unique key (a key
+        repeated within the batch wins once)."""
         now = datetime.now(UTC)
-        params = [self._params(r, now) for r in rows]
+        stamp = self._stamps()
+        params = [self._params(r, now, stamp) for r in rows]
+        won: dict[tuple[str, str, str, int], int] = {}
         if not self.pg:
-            # One statement per row (sqlite3 cannot return rows from executemany); inside
-            # one transaction each costs microseconds.
-            sql = _INSERT.format(values=_ROW, more="")
-            out: list[int | None] = []
-            for p in params:
-                cur.execute(sql, p)
-                got = cur.fetchone()
-                out.append(None if got is None else int(got[0]))
-            return out
-        # PostgreSQL: multi-row INSERT; rows that lost are not returned, so match the
-        # winners back by their unique key (a key repeated within the batch wins once).
+            for start in range(0, len(params), SQLITE_CHUNK):
+                chunk = params[start:start + SQLITE_CHUNK]
+                cur.execute(self._sqlite_insert(len(chunk)), [v for p in chunk for v in p])
+                for new_id, job_id, occ, scope, attempt in cur.fetchall():
+                    won[(job_id, occ, scope, int(attempt))] = int(new_id)
+            return [won.pop((p[0], p[1], p[4], p[3]), None) for p in params]
         # Rows in key order: two nodes inserting the same occurrences take the unique
         # index's locks in the same order, so their batches cannot deadlock.
         ordered = sorted(params, key=lambda p: (p[0], p[1], p[4], p[3]))
-        won: dict[tuple[str, str, str, int], int] = {}
         # Numbered placeholders on a RawCursor: psycopg does not rewrite (parse) the
         # statement, which for %s cost ~40 us per row of a 1,000-row INSERT.
         from psycopg import RawCursor
@@ -150,10 +168,7 @@ class RawSql(ReadQueries):
                 raw.execute(self._pg_insert(len(chunk)), [v for p in chunk for v in p])
                 for new_id, job_id, occ, scope, attempt in raw.fetchall():
                     won[(job_id, occ, scope, int(attempt))] = int(new_id)
-        result: list[int | None] = []
-        for p in params:
-            result.append(won.pop((p[0], p[1], p[4], p[3]), None))
-        return result
+        return [won.pop((p[0], p[1], p[4], p[3]), None) for p in params]
 
     def _pg_insert(self, rows: int) -> str:
         """The multi-row INSERT of ``rows`` rows with ``$n`` placeholders (cached)."""
@@ -162,8 +177,15 @@ class RawSql(ReadQueries):
             width = len(_COLUMNS)
             values = ", ".join("(" + ", ".join(f"${r * width + c + 1}" for c in range(width))
                                + ")" for r in range(rows))
-            sql = self._pg_inserts[rows] = _INSERT.format(
-                values=values, more=", job_id, occurrence_id, scope, attempt")
+            sql = self._pg_inserts[rows] = _INSERT.format(values=values, more=_RETURNED)
+        return sql
+
+    def _sqlite_insert(self, rows: int) -> str:
+        """The multi-row INSERT of ``rows`` rows with ``?`` placeholders (cached)."""
+        sql = self._sqlite_inserts.get(rows)
+        if sql is None:
+            sql = self._sqlite_inserts[rows] = _INSERT.format(
+                values=", ".join([_ROW] * rows), more=_RETURNED)
         return sql
 
     def insert_guarded(self, cur: Any, rows: Sequence[NewExecution]) -> list[int | str | None]:
@@ -244,6 +266,7 @@ class RawSql(ReadQueries):
 
     def _transitions(self, cur: Any, changes: Sequence[Transition]) -> list[bool]:
         out: list[bool] = []
+        stamp = self._stamps()
         for c in changes:
             allowed = [s.value for s in statuses(c.expected)]
             fenced = c.fencing_token is not None
@@ -263,9 +286,9 @@ class RawSql(ReadQueries):
             if c.error is not None:
                 values.append(c.error)
             if c.started_at is not None:
-                values.append(self.ts(require_aware(c.started_at, "started_at")))
+                values.append(stamp(c.started_at, "started_at"))
             if c.finished_at is not None:
-                values.append(self.ts(require_aware(c.finished_at, "finished_at")))
+                values.append(stamp(c.finished_at, "finished_at"))
             tail = (c.fencing_token,) if fenced else ()
             cur.execute(sql, (*values, c.execution_id, *allowed, *tail))
             out.append(cur.rowcount == 1)

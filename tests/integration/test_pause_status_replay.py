@@ -341,7 +341,7 @@ def test_paused_job_does_not_fire_and_replay_runs(tmp_path: Path) -> None:
     project = Project(tmp_path, f"sqlite:///{tmp_path / 'state.db'}")
     project.jobs(E2E_JOBS)
     assert project.cli("pause", "held").returncode == 0
-    run = project.start()
+    run = project.start("-v")  # each execution's own line (DEBUG when they share a wake)
     try:
         assert run.wait_for(lambda t: "ready node=" in t), run.text()
         assert run.wait_for(lambda t: t.count("finished job=ticker") >= 2), run.text()

@@ -36,7 +36,7 @@ target = "python:cronctl_test_handlers:work"
 cron = "* * * * * *"
 command = ["sh", "-c", "echo $$ > {pidfile}; exec sleep 60"]
 ''')
-    run = project.start()
+    run = project.start("-v")  # each execution's own line (DEBUG when they share a wake)
     try:
         assert run.wait_for(lambda t: t.count("finished job=py") >= 3), run.text()
         assert pidfile.exists()
@@ -134,7 +134,7 @@ def test_sd_notify_ready_status_watchdog_stopping(project: Project, tmp_path: Pa
 def test_sighup_with_invalid_jobs_keeps_running_then_valid_reload_applies(
         project: Project) -> None:
     project.jobs('[jobs.a]\nevery = "1s"\ncommand = ["true"]\n')
-    run = project.start("--log-format", "json")
+    run = project.start("-v", "--log-format", "json")  # each fire's own line
     try:
         assert run.wait_for(lambda t: '"fired job=a' in t), run.text()
         project.jobs('[jobs.a]\nevery = "1s"\ncommand = ["true"]\nbogus_key = 1\n'
@@ -153,8 +153,8 @@ def test_sighup_with_invalid_jobs_keeps_running_then_valid_reload_applies(
     import json
 
     lines = [json.loads(line) for line in run.text().splitlines()]
-    fired = [entry for entry in lines if entry["message"].startswith("fired ")]
-    assert all("job" in entry and "exec" in entry for entry in fired)
+    fired = [entry for entry in lines if entry["message"].startswith("fired job=")]
+    assert fired and all("job" in entry and "exec" in entry for entry in fired)
 
 
 def test_invalid_jobs_at_start_exit_1_with_every_violation(project: Project) -> None:

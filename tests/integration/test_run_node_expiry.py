@@ -30,7 +30,7 @@ max_attempts = 3
 command = ["sh", "-c", "echo $CRONCTL_OCCURRENCE_ID $$ >> {pids}; exec sleep 30"]
 ''')
     config_b = project.write_config("node-b", name="cronctl-b.toml")
-    a = project.start(log_name="a.log")
+    a = project.start("-v", log_name="a.log")  # each fire's own line
     b = None
     store = open_store(postgres_url, node_id="reader")
     try:

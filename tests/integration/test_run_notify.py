@@ -51,7 +51,7 @@ def test_each_execution_event_reaches_the_webhook_and_the_command(tmp_path: Path
     project = Project(tmp_path, f"sqlite:///{tmp_path / 'state.db'}",
                       extra=notify_config(hook.url, ALL, script))
     project.jobs(EXECUTIONS.format(flag=flag))
-    run = project.start()
+    run = project.start("-v")  # each fire's own line, also when fires share a wake
     try:
         assert run.wait_for(lambda t: "ready node=node-a" in t, timeout=15), run.text()
         assert hook.wait(lambda: bool(hook.of("dead_letter", "flaky") and

@@ -62,7 +62,7 @@ def _running(project: Project) -> ExecutionRecord:
 
 def _restart_after_kill(project: Project) -> tuple[ExecutionRecord, list[ExecutionRecord],
                                                    datetime, datetime, str]:
-    first = project.start(log_name="first.log")
+    first = project.start("-v", log_name="first.log")  # each fire's own line
     second = None
     try:
         assert first.wait_for(lambda t: "fired job=long" in t), first.text()

@@ -29,7 +29,7 @@ cron = "* * * * * *"
 command = ["sh", "-c", "echo $$ >> {pids}; exec sleep 30"]
 max_attempts = 3
 ''')
-    first = project.start(log_name="first.log")
+    first = project.start("-v", log_name="first.log")  # each fire's own line
     second = None
     try:
         assert first.wait_for(lambda t: "fired job=long" in t), first.text()

@@ -121,7 +121,7 @@ def test_run_survives_a_database_outage_and_catches_up(tmp_path: Path,
     via_proxy = f"{user_host[0]}@127.0.0.1:{proxy.port}/{database}"
     project = Project(tmp_path, via_proxy)
     project.jobs(JOBS)
-    run = project.start()
+    run = project.start("-v")  # each fire's own line, also when fires share a wake
     try:
         assert run.wait_for(lambda t: "ready node=node-a" in t, timeout=15), run.text()
         time.sleep(2.2)

@@ -1,5 +1,6 @@
-"""``cronctl run -v`` shows DEBUG lines: each job's next planned instant at start, and
-what each wake-up decided."""
+"""``cronctl run -v`` shows DEBUG lines: each job's next planned instant at start, what
+each wake-up decided, and each fire's own line when fires share a wake; without ``-v``
+fires that share a wake make one INFO line."""
 
 from __future__ import annotations
 
@@ -10,19 +11,27 @@ from test_run_support import Project
 
 pytestmark = pytest.mark.slow
 
+JOBS = ('[jobs.tick]\nevery = "1s"\ncommand = ["true"]\n'
+        '[jobs.tock]\nevery = "1s"\ncommand = ["true"]\n')
+
 
 def test_verbose_run_logs_debug_lines(tmp_path: Path) -> None:
     project = Project(tmp_path, "none")
-    project.jobs('[jobs.tick]\nevery = "1s"\ncommand = ["true"]\n')
+    project.jobs(JOBS)
     run = project.start("-v")
     try:
         assert run.wait_for(lambda t: "DEBUG wake:" in t, 10), run.text()
+        assert run.wait_for(lambda t: "DEBUG fired job=tick" in t
+                            and "DEBUG fired job=tock" in t, 10), run.text()
         assert "DEBUG scheduled job=tick next=" in run.text()
     finally:
         assert run.stop() == 0
     quiet = project.start()
     try:
-        assert quiet.wait_for(lambda t: "fired job=tick" in t, 10), quiet.text()
+        assert quiet.wait_for(
+            lambda t: "INFO fired 2 executions planned=" in t
+            and ("(jobs tick, tock)" in t or "(jobs tock, tick)" in t), 10), quiet.text()
         assert "DEBUG" not in quiet.text()
+        assert "fired job=" not in quiet.text()
     finally:
         assert quiet.stop() == 0

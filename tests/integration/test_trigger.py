@@ -33,7 +33,7 @@ def project(tmp_path: Path) -> Project:
 
 
 def test_trigger_wait_runs_on_the_live_scheduler(project: Project) -> None:
-    run = project.start()
+    run = project.start("-v")  # every execution's own line (DEBUG when several end at once)
     try:
         assert run.wait_for(lambda t: "ready node=" in t), run.text()
         result = project.cli("trigger", "daily", "--wait", "--json")

@@ -44,6 +44,18 @@ def test_insert_executions_in_order_with_losers(store: Store) -> None:
     assert a2 is not None and (a2.attempt, a2.scope_node) == (2, None)
 
 
+def test_insert_executions_larger_than_one_statement(store: Store) -> None:
+    # More rows than one multi-row INSERT takes (SQLite: 76): ids match their rows across
+    # statements, and a key repeated in a later statement still loses.
+    rows = [row(f"j{k:03d}") for k in range(200)] + [row("j005"), row("j150")]
+    ids = store.insert_executions(rows)
+    assert ids[-2:] == [None, None]
+    assert len({i for i in ids[:200]}) == 200 and None not in ids[:200]
+    for r, new_id in zip(rows[:200], ids, strict=False):
+        got = store.get_execution(new_id)  # type: ignore[arg-type]
+        assert got is not None and got.job_id == r.job_id
+
+
 def test_racing_batches_each_row_has_one_winner(store_factory: StoreFactory) -> None:
     jobs = [f"j{k}" for k in range(30)]
     # Each racer inserts the same occurrences in a different order.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 from datetime import UTC, datetime
 
@@ -39,3 +40,17 @@ def test_fast_context_equals_the_constructed_one() -> None:
         pass
     else:  # pragma: no cover
         raise AssertionError("JobContext must stay frozen")
+
+
+def test_fast_sink_logger_is_a_constructed_logger() -> None:
+    assert jobcontext._FAST_LOGGER  # logging.Logger changed shape: update SinkLogger
+    sink = ProcessLogSink("a")
+    fast = jobcontext.SinkLogger("cronctl.job.a", sink)
+    reference = logging.Logger("cronctl.job.a")
+    reference.propagate = False
+    assert {k: v for k, v in vars(fast).items() if k != "_sink"} == vars(reference)
+    assert fast._sink is sink and fast.isEnabledFor(logging.DEBUG)
+    seen: list[tuple[int, str]] = []
+    fast._sink = type("S", (), {"log": lambda self, lvl, msg: seen.append((lvl, msg))})()
+    fast.info("x=%d", 1)
+    assert seen == [(logging.INFO, "x=1")]

@@ -1,0 +1,145 @@
+"""Writing the rows of a wake's tracked fires before they are dispatched: new rows
+(``running``; for single_instance the insert IS the election) with their guard locks,
+in one transaction, and claims of the ``pending`` rows written ahead for retries and
+recovered attempts. A mixin of :class:`~cronctl.runtime.firing.Firing`, which provides
+the releases, deferrals and failure reports used here."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from contextlib import suppress
+from datetime import datetime
+
+from cronctl.core import Action, Decision, Fire
+from cronctl.jobs.model import ExecutionStatus, JobDefinition
+from cronctl.runtime.ahead import RetryRows
+from cronctl.runtime.batches import FinalBatch
+from cronctl.runtime.handled import SCHEDULED, Handled
+from cronctl.runtime.io import IoWorker
+from cronctl.runtime.logsetup import ids
+from cronctl.runtime.records import Ready, first_line, new_rows
+from cronctl.store.base import Store, StoreUnavailable, Transition
+
+log = logging.getLogger("cronctl.runtime")
+
+
+class RowWrites:
+    store: Store
+    node_id: str
+    clock: Callable[[], datetime]
+    io: IoWorker
+    handled: Handled
+    ahead: RetryRows
+    finals: FinalBatch
+
+    def _release(self, a: Fire, now: datetime, why: str) -> Decision:
+        raise NotImplementedError
+
+    def _blocked(self, r: Ready, key: str, now: datetime) -> Decision:
+        raise NotImplementedError
+
+    def _unavailable(self, exc: StoreUnavailable, fires: list[Fire], now: datetime
+                     ) -> Decision:
+        raise NotImplementedError
+
+    def _store_failed(self, job: JobDefinition, exc: Exception) -> None:
+        raise NotImplementedError
+
+    def _store_ok(self) -> None:
+        raise NotImplementedError
+
+    def _record(self, ready: list[Ready], tracked: list[Ready], now: datetime,
+                follow: list[Action]) -> list[Ready]:
+        if any(r.locks for r in tracked):
+            with suppress(StoreUnavailable):  # (the insert reports it)
+                self.finals.settle()
+        ok = self._write_rows(ready, tracked, now, follow)
+        guarded = [r.execution_id for r in ok if r.locks and r.execution_id is not None]
+        if guarded:
+            # The row said "started" at ``now``, before its guard was taken (another node
+            # may have released it meanwhile): restamp the start after the commit, so that
+            # the executions of one guard never seem to overlap in the history.
+            at, store = self.clock(), self.store
+            changes = [Transition(eid, ExecutionStatus.RUNNING, ExecutionStatus.RUNNING,
+                                  started_at=at) for eid in guarded]
+            self.io.submit(lambda: store.transitions(changes))
+        return ok
+
+    def _write_rows(self, ready: list[Ready], tracked: list[Ready], now: datetime,
+                    follow: list[Action]) -> list[Ready]:
+        """Insert the rows of ``tracked`` (for single_instance the insert IS the
+        election) or claim the pending rows written ahead for them; returns the fires of
+        ``ready`` that may be dispatched."""
+        lost: set[int] = set()
+        if any(r.row is not None for r in tracked):
+            follow.extend(self._claim([r for r in tracked if r.row is not None], now, lost))
+            tracked = [r for r in tracked if r.row is None and id(r) not in lost]
+        rows = new_rows(tracked, self.node_id, now)
+        try:
+            ids_: list[int | str | None] = []
+            if any(row.locks for row in rows):
+                ids_ = self.store.insert_guarded(rows)
+            elif rows:
+                ids_ = list(self.store.insert_executions(rows))
+        except StoreUnavailable as exc:
+            follow.extend(self._unavailable(exc, [r.fire for r in tracked], now).actions)
+            lost.update(id(r) for r in tracked)
+            return [r for r in ready if id(r) not in lost]
+        except Exception as exc:
+            self._store_failed(tracked[0].job, exc)
+            for r in tracked:
+                follow.extend(self._release(r.fire, now, f"store error: {first_line(exc)}")
+                              .actions)
+            lost.update(id(r) for r in tracked)
+            return [r for r in ready if id(r) not in lost]
+        self._store_ok()
+        for r, execution_id in zip(tracked, ids_, strict=True):
+            if isinstance(execution_id, int):
+                r.execution_id = execution_id
+                continue
+            if execution_id is not None:  # a guard lock held on another node
+                lost.add(id(r))
+                follow.extend(self._blocked(r, execution_id, now).actions)
+                continue
+            # Another node (or an earlier run of this one) has this attempt.
+            a = r.fire
+            lost.add(id(r))
+            log.debug("not elected job=%s planned=%s", a.job_id, a.planned.isoformat(),
+                      extra=ids(a.job_id))
+            if a.origin in SCHEDULED:
+                self.handled.cursor(a.job_id, a.planned)
+            follow.extend(self._release(a, now, "another node runs this occurrence").actions)
+        return [r for r in ready if id(r) not in lost]
+
+    def _claim(self, claims: list[Ready], now: datetime, lost: set[int]) -> list[Action]:
+        """Start the pending rows written ahead (retries, recovered pending rows): a
+        claim lost means another node runs that attempt."""
+        follow: list[Action] = []
+        for r in claims:
+            a = r.fire
+            assert r.row is not None
+            try:
+                won: bool | str = (
+                    self.store.claim_guarded(r.row, node_id=self.node_id, fencing_token=r.token,
+                                             started_at=now, locks=r.locks) if r.locks else
+                    self.store.claim_execution(r.row, node_id=self.node_id,
+                                               fencing_token=r.token, started_at=now))
+            except StoreUnavailable as exc:
+                lost.add(id(r))
+                follow.extend(self._unavailable(exc, [a], now).actions)
+                continue
+            except Exception as exc:
+                won = False
+                self._store_failed(r.job, exc)
+            if isinstance(won, str):  # the row stays pending: try it again later
+                lost.add(id(r))
+                follow.extend(self._blocked(r, won, now).actions)
+                continue
+            self.ahead.forget(a)
+            if won:
+                r.execution_id = r.row
+            else:
+                lost.add(id(r))
+                follow.extend(self._release(a, now, "another node runs this attempt").actions)
+        return follow

@@ -1,0 +1,117 @@
+"""The ``fired`` and ``finished ... status=succeeded`` lines of the process log.
+
+A fire logged one INFO line when it started and one when it succeeded; in a burst those
+two lines were a third of the scheduler thread's time per fire (bench/PROFILE.md). Now
+they are collected and written when the wake that made them ends, as long as no fire
+waits for a slot:
+
+- one execution: the line it always had, at INFO
+  (``fired job=backup exec=42 planned=... attempt=1 origin=cron``);
+- more than one (a burst): each line at DEBUG (made only when DEBUG is enabled, so
+  ``cronctl -v run`` shows them all) and ONE INFO line for them all
+  (``fired 1000 executions planned=... (jobs a, b, c and 997 more)``).
+
+While fires wait for a slot (a burst bigger than ``max_concurrent_jobs`` draining), the
+lines are held until it drains, or for at most :data:`HOLD` seconds, so a burst's
+thousands of fires make a few lines, not thousands. Failures, retries, timeouts and
+skips are not collected: they are logged where they happen, at their own levels.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from datetime import datetime
+
+from cronctl.jobs.model import Origin
+from cronctl.runtime.logsetup import ids
+
+HOLD = 1.0  # seconds the lines of a draining burst are held at most
+_NAMED = 3  # job ids named in a summary line
+
+_Fired = tuple[str, int | None, datetime, int, Origin]
+_Done = tuple[str, int | None]
+
+
+class WakeLog:
+    """Collects the lines of the fires of one wake (scheduler thread only)."""
+
+    __slots__ = ("_log", "_clock", "_fired", "_done", "_since")
+
+    def __init__(self, logger: logging.Logger,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._log = logger
+        self._clock = clock
+        self._fired: list[_Fired] = []
+        self._done: list[_Done] = []
+        self._since: float | None = None  # when the oldest held line was collected
+
+    def fired(self, job_id: str, execution_id: int | None, planned: datetime, attempt: int,
+              origin: Origin) -> None:
+        self._fired.append((job_id, execution_id, planned, attempt, origin))
+
+    def succeeded(self, job_id: str, execution_id: int | None) -> None:
+        self._done.append((job_id, execution_id))
+
+    def end_wake(self, waiting: int) -> None:
+        """The wake is over; ``waiting``: fires still waiting for a slot."""
+        if not self._fired and not self._done:
+            return
+        if waiting:
+            now = self._clock()
+            if self._since is None:
+                self._since = now
+            if now - self._since < HOLD:
+                return
+        self.flush()
+
+    def flush(self) -> None:
+        """Write every line collected (also at shutdown)."""
+        self._since = None
+        fired, self._fired = self._fired, []
+        done, self._done = self._done, []
+        log = self._log
+        if fired and log.isEnabledFor(logging.INFO):
+            if len(fired) == 1:
+                _fired_line(log, logging.INFO, fired[0])
+            else:
+                if log.isEnabledFor(logging.DEBUG):
+                    for entry in fired:
+                        _fired_line(log, logging.DEBUG, entry)
+                first, last = min(e[2] for e in fired), max(e[2] for e in fired)
+                planned = (first.isoformat() if first == last
+                           else f"{first.isoformat()}..{last.isoformat()}")
+                log.info("fired %d executions planned=%s (%s)", len(fired), planned,
+                         _jobs(e[0] for e in fired))
+        if done and log.isEnabledFor(logging.INFO):
+            if len(done) == 1:
+                _done_line(log, logging.INFO, done[0])
+            else:
+                if log.isEnabledFor(logging.DEBUG):
+                    for item in done:
+                        _done_line(log, logging.DEBUG, item)
+                log.info("finished %d executions status=succeeded (%s)", len(done),
+                         _jobs(e[0] for e in done))
+
+
+def _fired_line(log: logging.Logger, level: int, entry: _Fired) -> None:
+    job_id, eid, planned, attempt, origin = entry
+    log.log(level, "fired job=%s exec=%s planned=%s attempt=%d origin=%s", job_id,
+            eid if eid is not None else "-", planned.isoformat(), attempt, origin.value,
+            extra=ids(job_id, eid))
+
+
+def _done_line(log: logging.Logger, level: int, entry: _Done) -> None:
+    job_id, eid = entry
+    log.log(level, "finished job=%s exec=%s status=succeeded", job_id,
+            eid if eid is not None else "-", extra=ids(job_id, eid))
+
+
+def _jobs(job_ids: Iterable[str]) -> str:
+    """``jobs a, b, c and 997 more`` (distinct ids, in order)."""
+    names = list(dict.fromkeys(job_ids))
+    shown = ", ".join(names[:_NAMED])
+    more = len(names) - _NAMED
+    word = "job" if len(names) == 1 else "jobs"
+    return f"{word} {shown} and {more} more" if more > 0 else f"{word} {shown}"
