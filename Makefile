@@ -29,8 +29,10 @@ venv: $(DEV_STAMP)
 run: $(RUN_STAMP)
 	$(BIN)/cronctl run
 
+# Four workers on two cores: most integration tests wait on real processes, so the
+# suite takes ~4.5 min instead of ~7 with two (both ran clean, twice each).
 test: $(DEV_STAMP)
-	$(BIN)/python -m pytest -n 2 tests
+	$(BIN)/python -m pytest -n 4 tests
 
 # The long fault-injection run (SIGKILLs every 8-15 s, one PostgreSQL restart); make test
 # runs a short round of the same suite.
