@@ -78,7 +78,9 @@ command = ["sh", "-c", "echo $CRONCTL_EXECUTION_ID $$ >> {pids}; exec sleep 30"]
         assert old.finished_at <= new.started_at  # the attempts never overlap
         assert old.fencing_token is not None and new.fencing_token is not None
         assert new.fencing_token > old.fencing_token
-        assert f"recovered job=long exec={victim.id}" in nodes[survivor].text()
+        # (the line goes through the log thread: it may land just after the row)
+        assert nodes[survivor].wait_for(
+            lambda t: f"recovered job=long exec={victim.id}" in t, 3), nodes[survivor].text()
         return times
     finally:
         store.close()

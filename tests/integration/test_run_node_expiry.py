@@ -56,7 +56,7 @@ command = ["sh", "-c", "echo $CRONCTL_OCCURRENCE_ID $$ >> {pids}; exec sleep 30"
         assert new.fencing_token > old.fencing_token
         # nothing else ran meanwhile: B's own fires waited for the occurrence (overlap)
         assert len(store.list_executions(job_id="long", limit=None)) == 2
-        assert f"recovered job=long exec={victim.id}" in b.text()
+        assert b.wait_for(lambda t: f"recovered job=long exec={victim.id}" in t, 3), b.text()
     finally:
         store.close()
         if b is not None:
