@@ -10,6 +10,7 @@ import logging
 from collections.abc import Callable
 from contextlib import suppress
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from cronctl.core import Action, Decision, Fire
 from cronctl.jobs.model import ExecutionStatus, JobDefinition
@@ -33,21 +34,13 @@ class RowWrites:
     ahead: RetryRows
     finals: FinalBatch
 
-    def _release(self, a: Fire, now: datetime, why: str) -> Decision:
-        raise NotImplementedError
-
-    def _blocked(self, r: Ready, key: str, now: datetime) -> Decision:
-        raise NotImplementedError
-
-    def _unavailable(self, exc: StoreUnavailable, fires: list[Fire], now: datetime
-                     ) -> Decision:
-        raise NotImplementedError
-
-    def _store_failed(self, job: JobDefinition, exc: Exception) -> None:
-        raise NotImplementedError
-
-    def _store_ok(self) -> None:
-        raise NotImplementedError
+    if TYPE_CHECKING:  # provided by Firing
+        def _release(self, a: Fire, now: datetime, why: str) -> Decision: ...
+        def _blocked(self, r: Ready, key: str, now: datetime) -> Decision: ...
+        def _unavailable(self, exc: StoreUnavailable, fires: list[Fire], now: datetime
+                         ) -> Decision: ...
+        def _store_failed(self, job: JobDefinition, exc: Exception) -> None: ...
+        def _store_ok(self) -> None: ...
 
     def _record(self, ready: list[Ready], tracked: list[Ready], now: datetime,
                 follow: list[Action]) -> list[Ready]:
