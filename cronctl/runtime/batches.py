@@ -97,7 +97,7 @@ class FinalBatch:
         self._drain = drain
         self._clock = clock
         self._lock = threading.Lock()
-        self._writing = threading.Lock()  # one write at a time (I/O thread or settle)
+        self._writing = threading.Lock()  # one write at a time (I/O thread or scheduler thread)
         self._pending: list[tuple[int, ExecutionStatus, str | None, int | None]] = []
         self._starts: list[tuple[int, datetime]] = []
         self._lost: set[int] = set()  # started here, but the row was not pending any more
@@ -107,13 +107,10 @@ class FinalBatch:
         """``token``: the fencing token the attempt was claimed with (the store refuses
         the final status if the row no longer carries it)."""
         with self._lock:
-            first = not self._pending
+            first = not self._pending and not self._starts
             self._pending.append((execution_id, status, error, token))
-        if prompt or (first and (self._later is None or self._delay <= 0)):
-            self._submit(self.flush)
-        elif first:
-            assert self._later is not None
-            self._later(self._delay, self.flush)
+        if first or prompt:
+            self._schedule(prompt)
 
     def started(self, execution_id: int, at: datetime) -> None:
         """A row written ``pending`` ahead of its attempt (see
@@ -123,10 +120,14 @@ class FinalBatch:
             first = not self._pending and not self._starts
             self._starts.append((execution_id, at))
         if first:
-            if self._later is None or self._delay <= 0:
-                self._submit(self.flush)
-            else:
-                self._later(self._delay, self.flush)
+            self._schedule(False)
+
+    def _schedule(self, prompt: bool) -> None:
+        """The first addition to an empty batch (or a prompt one) hands a flush on."""
+        if prompt or self._later is None or self._delay <= 0:
+            self._submit(self.flush)
+        else:
+            self._later(self._delay, self.flush)
 
     def flush(self) -> None:
         """Write the batch. While the store is unreachable keep it (ahead of newer ones)
@@ -135,17 +136,14 @@ class FinalBatch:
 
         An execution that started and ended within one batch (a short handler in a
         burst) is written once: ``pending`` straight to its final status, with its
-        start time."""
+        start time.
+
+        Any thread may call it: writes queue on one lock, so once it returns the guard
+        locks of this node's ended executions are free (the scheduler thread flushes
+        before taking guard locks, so a serial group handed to a local waiter is not
+        found still held by the execution that just left it)."""
         with self._writing:
             self._flush()
-
-    def settle(self) -> None:
-        """Write what has ended, now, on the calling thread, after any write in progress:
-        once it returns, the guard locks of this node's ended executions are free. The
-        scheduler thread calls it before taking guard locks, so a serial group handed to
-        a local waiter is not found still held by the execution that just left it (the
-        waiter would retry only after REMOTE_RETRY)."""
-        self.flush()
 
     def _flush(self) -> None:
         with self._lock:
@@ -170,8 +168,8 @@ class FinalBatch:
         try:
             done = self._store.transitions(changes)
         except StoreUnavailable:
-            with self._lock:
-                self._pending[:0] = batch
+            with self._lock:  # (the fenced ones were reported already)
+                self._pending[:0] = [(eid, st, err, tok) for eid, st, err, tok, _ in finals]
                 self._starts[:0] = starts
             raise
         except BaseException:

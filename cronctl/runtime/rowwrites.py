@@ -44,9 +44,9 @@ class RowWrites:
 
     def _record(self, ready: list[Ready], tracked: list[Ready], now: datetime,
                 follow: list[Action]) -> list[Ready]:
-        if any(r.locks for r in tracked):
+        if any(r.locks for r in tracked):  # locks our ended executions still hold: free
             with suppress(StoreUnavailable):  # (the insert reports it)
-                self.finals.settle()
+                self.finals.flush()
         ok = self._write_rows(ready, tracked, now, follow)
         guarded = [r.execution_id for r in ok if r.locks and r.execution_id is not None]
         if guarded:
