@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
+from typing import TypeVar
 
 from cronctl.jobs.model import Origin
 from cronctl.runtime.logsetup import ids
@@ -32,6 +33,7 @@ _NAMED = 3  # job ids named in a summary line
 
 _Fired = tuple[str, int | None, datetime, int, Origin]
 _Done = tuple[str, int | None]
+_E = TypeVar("_E")
 
 
 class WakeLog:
@@ -71,28 +73,31 @@ class WakeLog:
         self._since = None
         fired, self._fired = self._fired, []
         done, self._done = self._done, []
-        log = self._log
-        if fired and log.isEnabledFor(logging.INFO):
-            if len(fired) == 1:
-                _fired_line(log, logging.INFO, fired[0])
-            else:
-                if log.isEnabledFor(logging.DEBUG):
-                    for entry in fired:
-                        _fired_line(log, logging.DEBUG, entry)
-                first, last = min(e[2] for e in fired), max(e[2] for e in fired)
-                planned = (first.isoformat() if first == last
-                           else f"{first.isoformat()}..{last.isoformat()}")
-                log.info("fired %d executions planned=%s (%s)", len(fired), planned,
-                         _jobs(e[0] for e in fired))
-        if done and log.isEnabledFor(logging.INFO):
-            if len(done) == 1:
-                _done_line(log, logging.INFO, done[0])
-            else:
-                if log.isEnabledFor(logging.DEBUG):
-                    for item in done:
-                        _done_line(log, logging.DEBUG, item)
-                log.info("finished %d executions status=succeeded (%s)", len(done),
-                         _jobs(e[0] for e in done))
+        _lines(self._log, fired, _fired_line, lambda: (
+            f"fired {len(fired)} executions planned={_span(e[2] for e in fired)} "
+            f"({_jobs(e[0] for e in fired)})"))
+        _lines(self._log, done, _done_line, lambda: (
+            f"finished {len(done)} executions status=succeeded ({_jobs(e[0] for e in done)})"))
+
+
+def _lines(log: logging.Logger, entries: Sequence[_E],
+           line: Callable[[logging.Logger, int, _E], None], summary: Callable[[], str]) -> None:
+    """One entry: its own INFO line; several: each at DEBUG and one INFO ``summary``."""
+    if not entries or not log.isEnabledFor(logging.INFO):
+        return
+    if len(entries) == 1:
+        line(log, logging.INFO, entries[0])
+        return
+    if log.isEnabledFor(logging.DEBUG):
+        for entry in entries:
+            line(log, logging.DEBUG, entry)
+    log.info("%s", summary())
+
+
+def _span(instants: Iterable[datetime]) -> str:
+    times = list(instants)
+    first, last = min(times), max(times)
+    return first.isoformat() if first == last else f"{first.isoformat()}..{last.isoformat()}"
 
 
 def _fired_line(log: logging.Logger, level: int, entry: _Fired) -> None:
