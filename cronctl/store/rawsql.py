@@ -206,40 +206,47 @@ class RawSql(ReadQueries):
             if new_id is None:
                 continue
             held = self.take_locks(cur, new_id, r.node_id, r.locks,
-                                   require_aware(r.created_at or datetime.now(UTC), "now"))
+                                   require_aware(r.created_at or datetime.now(UTC), "now"),
+                                   waiter=(r.job_id, self.ts(r.scheduled_at)))
             if held is not None:
                 cur.execute(self.sql("DELETE FROM job_executions WHERE id = ?"), (new_id,))
             out[i] = new_id if held is None else held
         return out
 
     def take_locks(self, cur: Any, execution_id: int, node_id: str, keys: Sequence[str],
-                   at: datetime) -> str | None:
+                   at: datetime, *, waiter: tuple[str, Any] | None = None) -> str | None:
         """Take every key for ``execution_id``; on the first one held elsewhere, drop the
         ones taken and return that key. A serial group's key counts as held while an
         older fire of the group waits for it (FIFO across nodes); a fire that finds its
-        group held joins that queue, and leaves it when it takes the group."""
-        stamp = self.ts(at)
+        group held joins that queue, and leaves it when it takes the group. ``waiter``:
+        the row's (job id, planned instant as bound), when the caller has them."""
+        stamp, gone = self.ts(at), self.ts(at - WAITER_TTL)
         for key in sorted(keys):
-            group = key.startswith(GROUP_PREFIX)
-            if group:
-                mine, gone = self._waiter(cur, execution_id), self.ts(at - WAITER_TTL)
-                cur.execute(self.sql(_WAITERS_GONE), (key, gone))  # (so the table stays small)
-                cur.execute(self.sql(_WAITER_OLDER), (key, gone, mine[1], mine[1], mine[0]))
-                taken = cur.fetchone() is None
+            if key.startswith(GROUP_PREFIX):
+                waiter = waiter or self._waiter(cur, execution_id)
+                taken = self._take_group(cur, key, execution_id, node_id, stamp, gone, waiter)
             else:
-                taken = True
-            if taken:
                 cur.execute(self.sql(_LOCK_INSERT), (key, execution_id, node_id, stamp))
                 taken = cur.rowcount == 1
-            if group:
-                if taken:
-                    cur.execute(self.sql(_WAITER_DONE), (key, *mine))
-                else:
-                    cur.execute(self.sql(_WAITER_UPSERT), (key, *mine, node_id, stamp))
             if not taken:
                 self.release_executions(cur, [execution_id])
                 return key
         return None
+
+    def _take_group(self, cur: Any, key: str, execution_id: int, node_id: str, stamp: Any,
+                    gone: Any, waiter: tuple[str, Any]) -> bool:
+        job_id, planned = waiter
+        cur.execute(self.sql(_WAITERS_GONE), (key, gone))  # (so the table stays small)
+        cur.execute(self.sql(_WAITER_OLDER), (key, gone, planned, planned, job_id))
+        taken = cur.fetchone() is None
+        if taken:
+            cur.execute(self.sql(_LOCK_INSERT), (key, execution_id, node_id, stamp))
+            taken = cur.rowcount == 1
+        if taken:
+            cur.execute(self.sql(_WAITER_DONE), (key, job_id, planned))
+        else:
+            cur.execute(self.sql(_WAITER_UPSERT), (key, job_id, planned, node_id, stamp))
+        return taken
 
     def _waiter(self, cur: Any, execution_id: int) -> tuple[str, Any]:
         """(job id, planned instant) of an execution row: its place in a group's queue."""
