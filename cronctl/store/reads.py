@@ -187,12 +187,8 @@ class ReadQueries:
         if until is not None:
             where.append("scheduled_at <= ?")
             params.append(self.ts(require_aware(until, "until")))
-        text = _EXECUTIONS + (f" WHERE {' AND '.join(where)}" if where else "")
-        text += " ORDER BY scheduled_at DESC, id DESC"
-        if limit is not None:
-            text += " LIMIT ?"
-            params.append(int(limit))
-        return self._executions(cur, text, params)
+        return self._executions(cur, _newest_first(_EXECUTIONS, where, params, "scheduled_at",
+                                                   limit), params)
 
     def latest_executions(self, cur: Any, job_ids: Iterable[str]
                           ) -> dict[str, ExecutionRecord]:
@@ -279,12 +275,7 @@ class ReadQueries:
         if until is not None:
             where.append("first_at <= ?")
             params.append(self.ts(require_aware(until, "until")))
-        text = _SKIPS + (f" WHERE {' AND '.join(where)}" if where else "")
-        text += " ORDER BY last_at DESC, id DESC"
-        if limit is not None:
-            text += " LIMIT ?"
-            params.append(int(limit))
-        return self._skips(cur, text, params)
+        return self._skips(cur, _newest_first(_SKIPS, where, params, "last_at", limit), params)
 
     def skips_covering(self, cur: Any, job_id: str, at: datetime) -> list[SkipRecord]:
         when = self.ts(require_aware(at, "at"))
@@ -340,6 +331,18 @@ class ReadQueries:
             assert since_at is not None and last_at is not None
             out.append(DeliveryFailures(node, since_at, last_at, int(failures), error))
         return out
+
+
+def _newest_first(select: str, where: list[str], params: list[Any], column: str,
+                  limit: int | None) -> str:
+    """``select`` filtered by ``where`` (AND), newest ``column`` first, at most ``limit``
+    rows (its parameter appended to ``params``)."""
+    text = select + (f" WHERE {' AND '.join(where)}" if where else "")
+    text += f" ORDER BY {column} DESC, id DESC"
+    if limit is not None:
+        text += " LIMIT ?"
+        params.append(int(limit))
+    return text
 
 
 __all__ = ["EXECUTION_COLUMNS", "LIVE", "ReadQueries", "dead_here", "pg_dead", "pg_params"]
