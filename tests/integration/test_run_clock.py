@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pytest
 from cronctl.config import Config
 from cronctl.jobs.model import CommandTarget, JobDefinition
 from cronctl.runtime import Scheduler
-from cronctl.store import open_store
+from cronctl.store import Store, open_store
 
 pytestmark = pytest.mark.slow
 
@@ -55,8 +56,8 @@ def test_clock_stepped_back_never_refires_and_resumes(tmp_path: Path) -> None:
     assert cursor is not None and cursor.cursor == instants[-1]
 
 
-def _one_slow_job(tmp_path: Path, timeout: float, sleep: float, clock: object
-                  ) -> tuple[Scheduler, object]:
+def _one_slow_job(tmp_path: Path, timeout: float, sleep: float,
+                  clock: Callable[[], datetime]) -> tuple[Scheduler, Store]:
     url = f"sqlite:///{tmp_path / 'state.db'}"
     config = Config(path=None, base_dir=tmp_path, database=url, jobs_dir=tmp_path,
                     node_id="n1", heartbeat_interval=timedelta(seconds=1),
@@ -65,13 +66,13 @@ def _one_slow_job(tmp_path: Path, timeout: float, sleep: float, clock: object
                         every=timedelta(hours=1), timeout=timedelta(seconds=timeout),
                         max_attempts=1, kill_timeout=timedelta(seconds=1))
     store = open_store(url, node_id="n1")
-    return Scheduler(config, [job], store, clock=clock), store  # type: ignore[arg-type]
+    return Scheduler(config, [job], store, clock=clock), store
 
 
-def _wait_for(predicate: object, timeout: float) -> bool:
+def _wait_for(predicate: Callable[[], object], timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
+        if predicate():
             return True
         time.sleep(0.05)
     return False
