@@ -130,7 +130,7 @@ class Guards:
         self._admit(p, now, out)
 
     def _admit(self, p: _Pending, now: datetime, out: list[Action]) -> None:
-        if p.waiting_since is not None and self._expired(p, now):
+        if p.waiting_since is not None and self._expired(p):
             self._drop_expired(p, now, out)
             return
         group = p.js.job.serial_group
@@ -159,7 +159,7 @@ class Guards:
         self._start(p, now, out)
 
     def _start(self, p: _Pending, now: datetime, out: list[Action]) -> None:
-        if p.waiting_since is not None and self._expired(p, now):
+        if p.waiting_since is not None and self._expired(p):
             self._drop_expired(p, now, out)
             return
         if self._store_down and needs_store(p.js.job):
@@ -177,7 +177,7 @@ class Guards:
         if job.timeout is not None and job.timeout > timedelta(0):
             self._push(now + job.timeout, _TIMEOUT, job.id, 0, key)
 
-    def _expired(self, p: _Pending, now: datetime) -> bool:
+    def _expired(self, p: _Pending) -> bool:
         since = p.waiting_since
         return (since is not None
                 and self._mono - since > p.js.job.misfire_threshold.total_seconds()
@@ -237,7 +237,7 @@ class Guards:
         expired: list[_Pending] = []
         while queue:
             nxt = queue.popleft()
-            if nxt.waiting_since is not None and self._expired(nxt, now):
+            if nxt.waiting_since is not None and self._expired(nxt):
                 expired.append(nxt)
                 continue
             self._group_busy.add(group)
