@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 from conftest import StoreFactory
 from test_store_contract import must_insert, race
@@ -81,6 +82,68 @@ def test_transitions_in_one_call(store: Store) -> None:
     assert (rec.status, rec.error, rec.started_at, rec.finished_at) == (S.FAILED, "boom", T0, T0)
     other = store.get_execution(b)
     assert other is not None and other.status is S.PENDING
+
+
+def test_a_batch_of_many_shapes_is_what_one_change_at_a_time_would_do(
+        store_factory: StoreFactory) -> None:
+    """A burst's final statuses go to PostgreSQL as one statement per shape of change
+    (unique ids): each row's outcome, fencing and error must be what the same changes
+    made one by one give (on a second set of rows prepared the same way)."""
+    def prepare(store: Store, prefix: str) -> list[int]:
+        ids = [must_insert(store, f"{prefix}{i}") for i in range(8)]
+        assert store.transition(ids[1], S.PENDING, S.RUNNING, started_at=T0)
+        assert store.transition(ids[6], S.PENDING, S.SUCCEEDED, finished_at=T0)
+        return ids
+
+    later = T0 + timedelta(seconds=3)
+
+    def changes(ids: list[int]) -> list[Transition]:
+        return [
+            Transition(ids[0], S.PENDING, S.RUNNING, started_at=later),
+            Transition(ids[1], (S.PENDING, S.RUNNING), S.SUCCEEDED, finished_at=later,
+                       fencing_token=7),  # the token the rows carry: changed
+            Transition(ids[2], (S.PENDING, S.RUNNING), S.FAILED, error="boom",
+                       finished_at=later, fencing_token=8),  # stale claim: refused
+            Transition(ids[3], S.PENDING, S.FAILED, "it's \"quoted\"", T0, later),
+            Transition(ids[4], S.PENDING, S.SUCCEEDED, None, T0, later),
+            Transition(ids[5], S.RUNNING, S.SUCCEEDED, finished_at=later),  # not running
+            Transition(ids[6], (S.PENDING, S.RUNNING), S.FAILED, finished_at=later),  # final
+            Transition(999_999, S.PENDING, S.RUNNING, started_at=later),  # no such row
+            Transition(ids[7], (S.PENDING, S.RUNNING), S.CANCELLED, error="cancelled",
+                       finished_at=later),
+        ]
+
+    batched, single = store_factory(), store_factory()
+    first = prepare(batched, "batch")
+    done = batched.transitions(changes(first))
+    assert done == [True, True, False, True, True, False, False, False, True]
+    rows = [batched.get_execution(i) for i in first]
+    seen = [(r.status, r.error, r.started_at, r.finished_at) for r in rows if r is not None]
+    # The same, one change at a time, on rows prepared the same way.
+    second = prepare(single, "single")
+    one_by_one = [single.transitions([c])[0] for c in changes(second)]
+    assert one_by_one == done
+    again = [single.get_execution(i) for i in second]
+    assert [(r.status, r.error, r.started_at, r.finished_at) for r in again
+            if r is not None] == seen
+    assert seen[3] == (S.FAILED, 'it\'s "quoted"', T0, later)
+    assert seen[2][0] is S.PENDING and seen[0] == (S.RUNNING, None, later, None)
+
+
+def test_the_two_instants_of_a_dst_fold_in_one_batch_stay_apart(store: Store) -> None:
+    """In one zone the two 01:30 of a fold compare (and hash) equal: a batch that
+    converts each instant once must still tell them apart."""
+    first = datetime(2026, 11, 1, 1, 30, tzinfo=ZoneInfo("America/New_York"))
+    second = first.replace(fold=1)
+    ids = store.insert_executions([row("a", first), row("b", second)])
+    got = [store.get_execution(i) for i in ids if i is not None]
+    assert [r.scheduled_at for r in got if r is not None] == [
+        datetime(2026, 11, 1, 5, 30, tzinfo=UTC), datetime(2026, 11, 1, 6, 30, tzinfo=UTC)]
+    store.advance_cursors({"a": first, "b": second})
+    states = store.job_states()
+    cursors = [states[j][0] for j in "ab"]
+    assert cursors == [datetime(2026, 11, 1, 5, 30, tzinfo=UTC),
+                       datetime(2026, 11, 1, 6, 30, tzinfo=UTC)]
 
 
 def test_advance_cursors_never_move_back(store_factory: StoreFactory) -> None:
