@@ -47,7 +47,7 @@ from cronctl.runtime.io import IoWorker
 from cronctl.runtime.logsetup import ids
 from cronctl.runtime.records import REMOTE_RETRY, Ready, Run, first_line, locks_for
 from cronctl.runtime.rowwrites import RowWrites
-from cronctl.runtime.waiters import WaiterRows
+from cronctl.runtime.waiters import IN_FLIGHT, WaiterRows
 from cronctl.runtime.wakelog import WakeLog
 from cronctl.runtime.watch import NullWatch, Watch
 from cronctl.store.base import Store, StoreUnavailable, job_lock
@@ -103,7 +103,9 @@ class Firing(RowWrites):
         self.ahead = RetryRows(store, node_id=node_id, clock=clock, submit=io.submit,
                                unavailable=self._health_failed)
         self.waiters = WaiterRows(store, node_id=node_id, submit=io.submit,
-                                  unavailable=self._health_failed)
+                                  unavailable=self._health_failed,
+                                  post=lambda: post(("waiters",)))
+        self.held: list[Fire] = []  # fires whose rows the I/O thread is writing
 
     # --- the action loop -------------------------------------------------------------------
 
@@ -134,6 +136,14 @@ class Firing(RowWrites):
         if self.waiters.wanted and not down:
             self.waiters.write(self.clock())  # after this wake's fires are dispatched
         self.wakelog.end_wake(self.core.waiting)
+
+    def landed(self) -> None:
+        """A batch of waiters' rows was written: the fires held for it go on."""
+        if self.waiters.land() and self.held:
+            self._fires.extend(self.held)
+            self.held = []
+        if not self._batching:
+            self.flush_fires()
 
     def _hold_back(self, fires: list[Fire]) -> list[Action]:
         """Stopping: the attempts that would start now (a slot freed) do not (SPEC section
@@ -258,6 +268,9 @@ class Firing(RowWrites):
         row = a.row if a.attempt == 1 else self.ahead.row_for(a)
         if row is None and a.attempt == 1:
             written = self.waiters.take(a)
+            if written == IN_FLIGHT:  # started when its batch lands (see landed)
+                self.held.append(a)
+                return None
             if written is not None:  # no write now: dispatched at once
                 return Ready(a, job, True, execution_id=written, written=True)
         token: int | None = None

@@ -263,7 +263,7 @@ class Scheduler:
                 next_wd = mono + (wd or 1.0)
                 self.notifier.notify("WATCHDOG=1")
             if self._stopping:
-                if not self.firing.running or mono >= hard:
+                if not (self.firing.running or self.firing.held) or mono >= hard:
                     self._abort_remaining()
                     return
                 if mono >= deadline:
@@ -329,6 +329,8 @@ class Scheduler:
             if kind == "done":
                 outcome: Outcome = msg[2]
                 self.firing.on_done(msg[1], outcome)
+            elif kind == "waiters":
+                self.firing.landed()
             elif kind == "stop":
                 return -1.0 if msg[1] is None else float(msg[1])
             elif kind == "cancel":

@@ -105,7 +105,7 @@ class RawSql(ReadQueries):
         self.engine = engine
         self._error: type[Exception] = engine.dialect.loaded_dbapi.Error
         self._updates: dict[_Shape, str] = {}
-        self._batched: dict[_Shape, str] = {}
+        self._batched: dict[tuple[_Shape, int], str] = {}
         self._pg_inserts: dict[int, str] = {}
         self._sqlite_inserts: dict[int, str] = {}
 
@@ -287,23 +287,33 @@ class RawSql(ReadQueries):
         return out
 
     def _transitions(self, cur: Any, changes: Sequence[Transition]) -> list[bool]:
-        """On PostgreSQL, one ``UPDATE ... FROM unnest(arrays) ... RETURNING id`` per shape
-        of change: a burst's final statuses are a statement or two, not one per row (each
-        is a round trip and ~0.1 ms of driver work; measured in bench/PROFILE.md). SQLite
-        updates row by row: its per-statement cost is small next to the index upkeep of
-        each row, and a joined UPDATE measured no faster. A batch that names an
-        execution twice is applied row by row, in order."""
+        """One ``UPDATE ... FROM`` (``unnest`` of one array per column on PostgreSQL, a
+        multi-row VALUES on SQLite) ``... RETURNING id`` per shape of change: a burst's
+        final statuses are a few statements, not one per row. On PostgreSQL each
+        statement is a round trip and ~0.1 ms of driver work; on SQLite each releases
+        and takes back the GIL while the write lock is held, and under a burst every
+        taking back waits for the scheduler thread (bench/PROFILE.md). A batch that
+        names an execution twice is applied row by row, in order."""
         ids = [c.execution_id for c in changes]
         stamp = self._stamps()
-        if not self.pg or len(changes) < 2 or len(set(ids)) != len(ids):
+        if len(changes) < 2 or len(set(ids)) != len(ids):
             return [self._transition(cur, c, stamp) for c in changes]
         groups: dict[_Shape, list[list[Any]]] = {}
         for c in changes:
             groups.setdefault(_shape(c), []).append(self._values(c, stamp))
         won: set[int] = set()
         for shape, rows in groups.items():
-            cur.execute(self._update_from(shape), [list(col) for col in zip(*rows, strict=True)])
-            won.update(int(row[0]) for row in cur.fetchall())
+            if self.pg:  # the statement's text is the same whatever the row count
+                cur.execute(self._update_from(shape, 0),
+                            [list(col) for col in zip(*rows, strict=True)])
+                won.update(int(row[0]) for row in cur.fetchall())
+                continue
+            size = 999 // len(rows[0])  # the least SQLITE_MAX_VARIABLE_NUMBER of any build
+            for start in range(0, len(rows), size):
+                chunk = rows[start:start + size]
+                cur.execute(self._update_from(shape, len(chunk)),
+                            [v for row in chunk for v in row])
+                won.update(int(row[0]) for row in cur.fetchall())
         return [i in won for i in ids]
 
     def _transition(self, cur: Any, c: Transition,
@@ -339,20 +349,32 @@ class RawSql(ReadQueries):
             values.append(c.fencing_token)
         return values
 
-    def _update_from(self, shape: _Shape) -> str:
-        """PostgreSQL: the batched UPDATE of one shape (one typed array per column)."""
-        sql = self._batched.get(shape)
+    def _update_from(self, shape: _Shape, rows: int) -> str:
+        """The batched UPDATE of one shape: over ``unnest`` of typed arrays (PostgreSQL,
+        ``rows`` unused) or a VALUES list of ``rows`` rows (SQLite names its columns
+        column1, column2, ...)."""
+        key = (shape, 0 if self.pg else rows)
+        sql = self._batched.get(key)
         if sql is not None:
             return sql
         names = ["id", "status"] + [n for n, on in zip(_OPTIONAL, shape[:3], strict=True)
                                     if on] + (["token"] if shape[4] else [])
-        arrays = ", ".join(f"%s::{_PG_TYPES[n]}[]" for n in names)
+        if self.pg:
+            arrays = ", ".join(f"%s::{_PG_TYPES[n]}[]" for n in names)
+            source, col = f"unnest({arrays}) AS v({', '.join(names)})", {n: n for n in names}
+        else:
+            row = "(" + ", ".join("?" * len(names)) + ")"
+            source = f"(VALUES {', '.join([row] * rows)}) AS v"
+            col = {n: f"column{i}" for i, n in enumerate(names, start=1)}
         allowed = ", ".join(f"'{s}'" for s in shape[3])  # status values, not user input
-        sets = ", ".join(f"{n} = v.{n}" for n in names[1:] if n != "token")
-        sql = self._batched[shape] = (
-            f"UPDATE job_executions SET {sets} FROM unnest({arrays}) AS v({', '.join(names)}) "
-            f"WHERE job_executions.id = v.id AND job_executions.status IN ({allowed})"
-            + (" AND job_executions.fencing_token = v.token" if shape[4] else "")
+        sets = ", ".join(f"{n} = v.{col[n]}" for n in names[1:] if n != "token")
+        if len(self._batched) > 64:  # SQLite: one text per chunk size; keep a few
+            self._batched.clear()
+        sql = self._batched[key] = (
+            f"UPDATE job_executions SET {sets} FROM {source} "
+            f"WHERE job_executions.id = v.{col['id']} "
+            f"AND job_executions.status IN ({allowed})"
+            + (f" AND job_executions.fencing_token = v.{col['token']}" if shape[4] else "")
             + " RETURNING job_executions.id")
         return sql
 
@@ -380,21 +402,25 @@ class RawSql(ReadQueries):
 
     def _upsert_many(self, cur: Any, sql: str, rows: list[tuple[Any, ...]],
                      types: tuple[str, ...]) -> None:
-        """``sql`` (an ``INSERT ... VALUES (?, ...) ON CONFLICT ...``) for every row: on
-        PostgreSQL one statement over ``unnest`` of one array per column (executemany is
-        a statement and ~25 us of driver work per row), in the rows' order; on SQLite an
-        executemany (its statements are cheap next to each row's own work)."""
+        """``sql`` (an ``INSERT ... VALUES (?, ...) ON CONFLICT ...``) for every row, in
+        the rows' order, in few statements (see :meth:`_transitions` for why): on
+        PostgreSQL one over ``unnest`` of one array per column, on SQLite multi-row
+        VALUES lists."""
         if not rows:
             return
-        if not self.pg or len(rows) == 1:
-            cur.executemany(self.sql(sql), rows)
-            return
         marks = "(" + ", ".join("?" * len(types)) + ")"
-        arrays = ", ".join(f"%s::{t}[]" for t in types)
-        batched = self.sql(sql).replace(f"VALUES {self.sql(marks)}",
-                                        f"SELECT * FROM unnest({arrays})", 1)
-        assert batched != self.sql(sql), sql
-        cur.execute(batched, [list(col) for col in zip(*rows, strict=True)])
+        if self.pg:
+            arrays = ", ".join(f"%s::{t}[]" for t in types)
+            batched = sql.replace(f"VALUES {marks}", f"SELECT * FROM unnest({arrays})", 1)
+            assert batched != sql, sql
+            cur.execute(self.sql(batched), [list(col) for col in zip(*rows, strict=True)])
+            return
+        size = 999 // len(types)
+        for start in range(0, len(rows), size):
+            chunk = rows[start:start + size]
+            batched = sql.replace(f"VALUES {marks}", "VALUES " + ", ".join([marks] * len(chunk)),
+                                  1)
+            cur.execute(batched, [v for row in chunk for v in row])
 
     def node_cursors(self, cur: Any, node_id: str) -> dict[str, datetime]:
         cur.execute(self.sql('SELECT job_id, "cursor" FROM node_cursors WHERE node_id = ?'),

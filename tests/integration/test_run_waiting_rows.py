@@ -14,7 +14,7 @@ from cronctl.config import Config
 from cronctl.context import JobContext
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, PythonTarget
 from cronctl.runtime import Scheduler
-from cronctl.store import Store, open_store
+from cronctl.store import ExecutionRecord, Store, open_store
 
 pytestmark = pytest.mark.slow
 S = ExecutionStatus
@@ -37,7 +37,8 @@ def until_cancelled(ctx: JobContext) -> None:
 def _burst(tmp_path: Path, n: int, slots: int, handler: str, **job: object
            ) -> tuple[Scheduler, Store, datetime]:
     url = f"sqlite:///{tmp_path / 'state.db'}"
-    instant = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=2)
+    store = open_store(url, node_id="n1")  # (migrating first: slow on a loaded machine)
+    instant = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=3)
     cron = f"{instant.second} {instant.minute} {instant.hour} * * *"
     jobs = [JobDefinition(id=f"j{i:02d}", target=PythonTarget(__name__, handler), cron=cron,
                           tracked=True, max_attempts=1, **job)  # type: ignore[arg-type]
@@ -45,22 +46,31 @@ def _burst(tmp_path: Path, n: int, slots: int, handler: str, **job: object
     config = Config(path=None, base_dir=tmp_path, database=url, jobs_dir=tmp_path,
                     node_id="n1", tracked=True, max_concurrent_jobs=slots,
                     shutdown_timeout=timedelta(seconds=5))
-    store = open_store(url, node_id="n1")
     sched = Scheduler(config, jobs, store)
     sched.start()
+    assert datetime.now(UTC) < instant, "the scheduler took too long to start"
     return sched, store, instant
 
 
-def _sleep_until(at: datetime) -> None:
-    time.sleep(max(0.0, (at - datetime.now(UTC)).total_seconds()))
+def _pending_rows(store: Store, at_least: int, instant: datetime,
+                  status: ExecutionStatus = S.PENDING) -> list[ExecutionRecord]:
+    """The rows in ``status`` once there are ``at_least`` (polled: the burst may start a
+    little late on a loaded machine), or what there is 5 s after ``instant``."""
+    deadline = instant + timedelta(seconds=5)
+    while True:
+        rows = store.list_executions(status=status, limit=None)
+        if len(rows) >= at_least or datetime.now(UTC) > deadline:
+            return list(rows)
+        time.sleep(0.01)
 
 
 def test_waiting_fires_have_pending_rows_then_run(tmp_path: Path) -> None:
     sched, store, instant = _burst(tmp_path, 30, 3, "slow")
     try:
-        _sleep_until(instant + timedelta(milliseconds=150))
         waiting = store.list_executions(status=S.PENDING, limit=None)
-        assert len(waiting) >= 10, waiting  # ~20 still wait for a slot, with their rows
+        assert not waiting
+        waiting = _pending_rows(store, 10, instant)  # ~20 wait for a slot, with their rows
+        assert len(waiting) >= 10, waiting
         assert all(r.started_at is None and r.node_id == "n1" for r in waiting)
         assert sched.wait_idle(20)
     finally:
@@ -78,8 +88,7 @@ def test_expired_waiters_leave_skip_records_and_no_row(tmp_path: Path) -> None:
     sched, store, instant = _burst(tmp_path, 8, 1, "slower",
                                    misfire_threshold=timedelta(seconds=1))
     try:
-        _sleep_until(instant + timedelta(milliseconds=200))
-        assert store.list_executions(status=S.PENDING, limit=None)  # written while waiting
+        assert _pending_rows(store, 1, instant)  # written while waiting
         assert sched.wait_idle(20)
     finally:
         sched.stop()
@@ -96,8 +105,7 @@ def test_rows_of_fires_still_waiting_at_stop_are_deleted(tmp_path: Path) -> None
     sched, store, instant = _burst(tmp_path, 10, 1, "until_cancelled",
                                    kill_timeout=timedelta(seconds=1))
     try:
-        _sleep_until(instant + timedelta(milliseconds=200))
-        assert len(store.list_executions(status=S.PENDING, limit=None)) >= 5
+        assert len(_pending_rows(store, 5, instant)) >= 5
     finally:
         sched.stop(0.3)
     rows = store.list_executions(limit=None)
@@ -112,7 +120,8 @@ def test_rows_of_fires_still_waiting_at_stop_are_deleted(tmp_path: Path) -> None
 def test_a_slot_freed_during_a_graceful_stop_starts_no_waiting_fire(tmp_path: Path) -> None:
     sched, store, instant = _burst(tmp_path, 5, 1, "slower")
     try:
-        _sleep_until(instant + timedelta(milliseconds=150))
+        assert _pending_rows(store, 1, instant, S.RUNNING)
+        time.sleep(0.1)
     finally:
         sched.stop()  # the running one finishes (0.4 s); the 4 waiting do not start
     rows = store.list_executions(limit=None)
