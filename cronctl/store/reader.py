@@ -199,14 +199,39 @@ def _open_sqlite(url: str) -> DbReader | None:
 
 
 def _open_postgres(url: str) -> DbReader | None:
-    import psycopg
-
     scheme, sep, rest = url.strip().partition("://")
     if not sep or scheme.lower() not in ("postgresql", "postgres", "postgresql+psycopg"):
         return None  # another driver named in the URL: the full store decides
+    return _open_libpq(url, f"postgresql://{rest}") or _open_psycopg(url, f"postgresql://{rest}")
+
+
+def _open_libpq(url: str, conninfo: str) -> DbReader | None:
+    """Through :mod:`cronctl.store.libpq` (no psycopg import), when it can be used."""
+    from cronctl.store import libpq
+
+    errors = (libpq.Error,)
+    try:
+        conn = libpq.connect(conninfo, connect_timeout=PG_CONNECT_TIMEOUT_S,
+                             application_name="cronctl")
+    except libpq.OperationalError as error:
+        raise database_error(_first_line(error), url, transient=True) from None
+    except libpq.Error:
+        return None
+    if conn is None:
+        return None
+    if not _at_head(conn, errors):
+        conn.close()
+        return None
+    return DbReader(conn, url, pg=True, errors=errors,
+                    transient=(libpq.OperationalError,))
+
+
+def _open_psycopg(url: str, conninfo: str) -> DbReader | None:
+    import psycopg
+
     errors = (psycopg.Error,)
     try:
-        conn = psycopg.connect(f"postgresql://{rest}", autocommit=True,
+        conn = psycopg.connect(conninfo, autocommit=True,
                                connect_timeout=PG_CONNECT_TIMEOUT_S, application_name="cronctl")
     except psycopg.OperationalError as error:
         raise database_error(_first_line(error), url, transient=True) from None

@@ -1,6 +1,7 @@
 """The read commands start fast: on a database at the schema head they load neither
-SQLAlchemy (the database is read with ``sqlite3``, or ``psycopg`` on PostgreSQL), nor the
-dispatchers (asyncio, subprocess handling) or alembic; on SQLite, no psycopg either.
+SQLAlchemy nor psycopg (the database is read with ``sqlite3``, or on PostgreSQL with
+libpq through ``cronctl.store.libpq``), nor the dispatchers (asyncio, subprocess
+handling) or alembic.
 
 Each runs in a fresh interpreter (``cronctl.cli.app.main``, as the console script does)
 and reports the modules it imported."""
@@ -23,7 +24,7 @@ UNNEEDED = ("cronctl.dispatch", "cronctl.runtime", "sqlalchemy", "alembic", "psy
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def state(tmp_path: Path, request: pytest.FixtureRequest) -> tuple[Path, int]:
+def state(tmp_path: Path, request: pytest.FixtureRequest) -> tuple[Path, int, str]:
     (tmp_path / "jobs.d").mkdir()
     (tmp_path / "jobs.d" / "jobs.toml").write_text(
         '[jobs.backup]\ncron = "0 0 3 * * *"\ncommand = ["true"]\n')
@@ -41,7 +42,7 @@ def state(tmp_path: Path, request: pytest.FixtureRequest) -> tuple[Path, int]:
         store.append_logs([(eid, at, "INFO", "done")])
     finally:
         store.close()
-    return tmp_path, eid
+    return tmp_path, eid, str(request.param)
 
 
 def _imported(folder: Path, args: list[str]) -> list[str]:
@@ -63,13 +64,13 @@ def _imported(folder: Path, args: list[str]) -> list[str]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("command", ["history", "logs", "status", "why"])
-def test_read_commands_load_only_what_they_use(state: tuple[Path, int], command: str) -> None:
-    folder, eid = state
+def test_read_commands_load_only_what_they_use(state: tuple[Path, int, str],
+                                               command: str) -> None:
+    folder, eid, backend = state
     args = {"history": ["history", "--status", "succeeded,failed"], "logs": ["logs", str(eid)],
             "status": ["status"], "why": ["why", "backup", "2026-03-08T03:00:00Z"]}[command]
     modules = _imported(folder, ["-c", "cronctl.toml", *args])
     assert "cronctl.store.reader" in modules  # the database was read
-    postgres = "psycopg" in modules  # its driver: only on PostgreSQL
-    unneeded = [m for m in modules if m.startswith(UNNEEDED)
-                and not (postgres and m.startswith("psycopg"))]
+    assert ("cronctl.store.libpq" in modules) == (backend == "postgresql")
+    unneeded = [m for m in modules if m.startswith(UNNEEDED)]
     assert not unneeded, unneeded
