@@ -102,7 +102,10 @@ class Firing(RowWrites):
         self.watch: Watch = NullWatch()  # metrics and notifications (set by the Scheduler)
         self.ahead = RetryRows(store, node_id=node_id, clock=clock, submit=io.submit,
                                unavailable=self._health_failed)
-        self.waiters = WaiterRows(store, node_id=node_id, submit=io.submit,
+        # The waiters' rows have a writer of their own: queued behind the I/O thread's
+        # final statuses of the previous second, a burst's next fires waited for them.
+        self.rows_io = IoWorker("cronctl-rows")
+        self.waiters = WaiterRows(store, node_id=node_id, submit=self._to_rows_writer,
                                   unavailable=self._health_failed,
                                   post=lambda: post(("waiters",)))
         self.held: list[Fire] = []  # fires whose rows the I/O thread is writing
@@ -136,6 +139,18 @@ class Firing(RowWrites):
         if self.waiters.wanted and not down:
             self.waiters.write(self.clock())  # after this wake's fires are dispatched
         self.wakelog.end_wake(self.core.waiting)
+
+    def _to_rows_writer(self, task: Callable[[], object]) -> None:
+        if not self.rows_io.started:
+            self.rows_io.start()
+        self.rows_io.submit(task)
+
+    def discard_waiters(self) -> None:
+        """At stop (I/O thread, the scheduler thread ended): once the waiters' writer has
+        written what it was given, delete the rows of fires that never started."""
+        if self.rows_io.started:
+            self.rows_io.stop(5.0)
+        self.waiters.discard_all()
 
     def landed(self) -> None:
         """A batch of waiters' rows was written: the fires held for it go on."""

@@ -60,6 +60,10 @@ class IoWorker:
     def start(self) -> None:
         self._thread.start()
 
+    @property
+    def started(self) -> bool:
+        return self._thread.ident is not None
+
     def stop(self, timeout: float | None = None) -> bool:
         """Run what is queued, then end the thread; False if it is still busy after
         ``timeout`` seconds (it is a daemon thread: it does not keep the process alive)."""

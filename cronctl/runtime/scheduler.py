@@ -197,7 +197,7 @@ class Scheduler:
         shutdown = getattr(self.dispatcher, "shutdown", None)
         if self._own_dispatcher and callable(shutdown):
             shutdown(False)  # kills what is still running: no child outlives us
-        self.io.submit(self.firing.waiters.discard_all)  # fires that never started
+        self.io.submit(self.firing.discard_waiters)  # fires that never started
         self.io.submit(self.firing.finals.flush)  # (its timer would not run any more)
         self.io.submit(lambda: self.firing.cursors.flush(self.store))
         # The I/O backlog (final statuses, cursors) gets what is left of the grace, and at
