@@ -9,7 +9,7 @@ datetime.datetime(2026, 3, 8, 7, 0, tzinfo=datetime.timezone.utc)
 """
 
 from cronctl.cron.errors import CronSyntaxError, UnknownTimezoneError
-from cronctl.cron.expression import MACROS, CronExpression
+from cronctl.cron.expression import MACROS, CronExpression, parse_cron
 from cronctl.cron.interval import Interval
 from cronctl.cron.schedule import HORIZON, DstFold, DstGap, Schedule
 from cronctl.cron.zones import load_zone
@@ -18,6 +18,7 @@ __all__ = [
     "HORIZON",
     "MACROS",
     "CronExpression",
+    "parse_cron",
     "CronSyntaxError",
     "DstFold",
     "DstGap",

@@ -31,6 +31,7 @@ _MONTH_MAX_DAYS = (0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 _MONTH_ABBR = ("", "JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT",
                "NOV", "DEC")
 _DAY_CACHE_LIMIT = 4096
+_SHARED_DAY_CACHES: dict[tuple[object, ...], dict[int, tuple[int, ...]]] = {}  # by day fields
 
 
 def _days_in_month(year: int, month: int) -> int:
@@ -200,7 +201,17 @@ class CronExpression:
         put(self, "_first_sod", min(self.hours) * 3600 + first_m * 60 + first_s)
         put(self, "_next_month", _next_table(self.months, 13))
         put(self, "_first_month", min(self.months))
-        put(self, "_day_cache", {})
+        # Expressions with the same day fields share their month tables: a job set's
+        # expressions mostly differ in their time fields (10,000 daily jobs at
+        # different minutes build the tables of "* * *" once, not 10,000 times).
+        day_key = (self.days, self.last_day, self.weekdays, self.nth_weekdays,
+                   self.last_weekdays, self.dom_restricted, self.dow_restricted)
+        cache = _SHARED_DAY_CACHES.get(day_key)
+        if cache is None:
+            if len(_SHARED_DAY_CACHES) >= _DAY_CACHE_LIMIT:
+                _SHARED_DAY_CACHES.clear()  # (expressions keep the dicts they hold)
+            cache = _SHARED_DAY_CACHES[day_key] = {}
+        put(self, "_day_cache", cache)
 
     # -- value semantics ---------------------------------------------------------------
 
@@ -342,3 +353,21 @@ class CronExpression:
         if next_hour < 0:
             return -1
         return next_hour * 3600 + self._first_sod_of_hour
+
+
+_PARSED: dict[str, CronExpression] = {}
+_PARSED_LIMIT = 16384  # ~0.5 KB each (their tables are shared): a few MB at most
+
+
+def parse_cron(text: str) -> CronExpression:
+    """``CronExpression(text)``, cached by text: expressions are immutable, and one job
+    set parses each of its expressions several times (validation, the core's schedules,
+    every reload). A syntax error is raised each time (not cached)."""
+    expr = _PARSED.get(text)
+    if expr is None:
+        expr = CronExpression(text)
+        if len(_PARSED) >= _PARSED_LIMIT:
+            _PARSED.clear()
+        _PARSED[text] = expr
+    return expr
+

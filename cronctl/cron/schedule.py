@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import NoReturn, TypeVar
 
-from cronctl.cron.expression import CronExpression
+from cronctl.cron.expression import CronExpression, parse_cron
 from cronctl.cron.interval import Interval
 from cronctl.cron.zones import (
     LONGEST_SHIFT,
@@ -127,7 +127,7 @@ class Schedule:
             if expr.strip().lower().startswith("@every"):
                 expr = Interval.parse(expr)
             else:
-                expr = CronExpression(expr)
+                expr = parse_cron(expr)
         if not isinstance(expr, CronExpression | Interval):
             raise TypeError(f"Schedule needs an expression, got {type(expr).__name__}")
         zone = load_zone(tz)

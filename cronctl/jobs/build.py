@@ -7,7 +7,6 @@ them are collected before giving up on the job.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -15,7 +14,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from cronctl.cron import CronExpression, CronSyntaxError
+from cronctl.cron import CronExpression, CronSyntaxError, parse_cron
 from cronctl.durations import MAX_DURATION, MAX_DURATION_TEXT
 from cronctl.jobs import checks
 from cronctl.jobs.convert import JOB_KEYS, SIMPLE, BadValue, to_command, to_text
@@ -69,12 +68,6 @@ class BuildResult:
     job: JobDefinition | None = None
     violations: list[Violation] = field(default_factory=list)
     warnings: list[Violation] = field(default_factory=list)
-
-
-@functools.lru_cache(maxsize=1024)
-def _expression(text: str) -> CronExpression:
-    """Parsed expressions are immutable; job sets repeat a few of them many times."""
-    return CronExpression(text)
 
 
 def check_id(job_id: Any) -> str | None:
@@ -158,7 +151,7 @@ def build_job(raw: RawJob, ctx: BuildContext) -> BuildResult:
                           "(e.g. \"90s\")")
     elif "cron" in values:
         try:
-            expression = _expression(to_text(values["cron"], blank_ok=False))
+            expression = parse_cron(to_text(values["cron"], blank_ok=False))
         except (BadValue, CronSyntaxError) as exc:
             violation("cron", str(exc))
             failed.add("cron")

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Literal
 
-from cronctl.cron import CronExpression, Interval, Schedule
+from cronctl.cron import CronExpression, Interval, Schedule, parse_cron
 from cronctl.durations import format_duration
 from cronctl.jobs.model import (
     EPOCH,
@@ -42,7 +42,7 @@ def make_schedule(
 
 def job_schedule(job: JobDefinition) -> Schedule:
     """The :class:`Schedule` of a validated job (cron in its zone, or its interval)."""
-    expression = CronExpression(job.cron) if job.cron is not None else None
+    expression = parse_cron(job.cron) if job.cron is not None else None
     return make_schedule(expression, job.every, job.anchor, job.timezone, job.dst_gap,
                          job.dst_fold)
 

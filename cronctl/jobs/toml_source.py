@@ -205,7 +205,8 @@ class _LineIndex:
                     in_multiline = quote
                     break
             else:
-                depth = max(0, _bracket_balance(rest))
+                if "[" in rest or "{" in rest:  # (most values open nothing: skip the scan)
+                    depth = max(0, _bracket_balance(rest))
 
     def table_source(self, shown: str, path: tuple[str, ...]) -> str:
         for cut in range(len(path), 0, -1):

@@ -213,3 +213,27 @@ def test_possible_days_are_accepted(text: str) -> None:
 def test_non_string_is_a_type_error() -> None:
     with pytest.raises(TypeError):
         CronExpression(5)  # type: ignore[arg-type]
+
+
+def test_parse_cron_caches_by_text_and_never_caches_an_error() -> None:
+    from cronctl.cron import parse_cron
+
+    first = parse_cron("0 30 8 * * MON-FRI")
+    assert parse_cron("0 30 8 * * MON-FRI") is first
+    assert first == CronExpression("0 30 8 * * MON-FRI")
+    for _ in range(2):
+        with pytest.raises(CronSyntaxError):
+            parse_cron("0 61 8 * * *")
+
+
+def test_expressions_sharing_day_fields_share_tables_not_answers() -> None:
+    """Month tables are shared by expressions with the same day fields only."""
+    monday = CronExpression("0 0 8 * * MON")
+    also_monday = CronExpression("5 10 20 * * MON")
+    tuesday = CronExpression("0 0 8 * * TUE")
+    last = CronExpression("0 0 8 L * *")
+    assert monday.matches_day(2026, 3, 9) and also_monday.matches_day(2026, 3, 9)
+    assert not tuesday.matches_day(2026, 3, 9) and tuesday.matches_day(2026, 3, 10)
+    assert last.matches_day(2026, 2, 28) and not last.matches_day(2026, 3, 28)
+    assert monday._day_cache is also_monday._day_cache
+    assert monday._day_cache is not tuesday._day_cache
