@@ -126,17 +126,23 @@ class SchedulerCore(Recovery):
             self._push_next(js, now if js.handled is None else js.handled)
         return self._decision(out)
 
-    def tick(self, now: datetime, *, mono: float | None = None) -> Decision:
+    def tick(self, now: datetime, *, mono: float | None = None,
+             budget: int | None = None) -> Decision:
         """Handle every entry due at or before ``now`` (planned instants) or ``mono``
         (retries and deadlines: see :meth:`~cronctl.core.guards.Guards._push`).
 
         ``mono``, here and on every other event, is the driver's monotonic clock in
-        seconds; pass it on every event or on none (then it is counted from ``now``)."""
+        seconds; pass it on every event or on none (then it is counted from ``now``).
+        ``budget``: handle at most that many entries; the rest stay due (``next_wake``
+        is then not after ``now``), so a driver can start the first fires of a large
+        burst before deciding the others."""
         self._check_skew(now)
         self._at(now, mono)
         out: list[Action] = []
         heap, m = self._heap, self._mono
-        while True:
+        left = -1 if budget is None else max(budget, 1)
+        while left:
+            left -= 1
             entry: tuple[datetime, int, int, str, int, object] | None
             if heap and heap[0][0] <= now and not (self._timers and self._timers[0][0] <= m):
                 entry = heapq.heappop(heap)  # the hot path: only planned instants due

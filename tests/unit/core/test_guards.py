@@ -168,3 +168,28 @@ def test_release_with_a_reason_reports_the_skip_for_a_scheduled_fire_only() -> N
     # a manual fire's record is its trigger request, not a skip of a planned instant
     assert of(core.release(manual.key, at(1.5), skip=SkipReason.UNRESOLVED_TARGET), Skip) == []
     assert [f.planned for f in of(core.tick(at(2)), Fire)] == [at(2)]
+
+
+def test_a_tick_with_a_budget_decides_a_burst_in_slices_in_the_same_order() -> None:
+    """``budget`` stops after that many due entries; the rest stay due (next_wake is not
+    after now) and the following ticks decide them in the order one tick would."""
+    def burst(budget: int | None) -> list[tuple[str, str]]:
+        core = SchedulerCore([job(f"j{i:02d}", every=10) for i in range(25)],
+                             max_concurrent_jobs=4)
+        core.start(T0)
+        seen: list[tuple[str, str]] = []
+        for _ in range(100):
+            d = core.tick(at(10), budget=budget)
+            seen += [(type(a).__name__, a.job_id) for a in d.actions
+                     if isinstance(a, Fire | Enqueue)]
+            if d.next_wake is not None and d.next_wake > at(10):
+                return seen
+        raise AssertionError("the burst never ended")
+
+    whole = burst(None)
+    assert [kind for kind, _ in whole] == ["Fire"] * 4 + ["Enqueue"] * 21
+    assert burst(3) == whole and burst(1) == whole
+    core = SchedulerCore([job(f"j{i:02d}", every=10) for i in range(25)])
+    core.start(T0)
+    d = core.tick(at(10), budget=10)
+    assert len(of(d, Fire)) == 10 and d.next_wake == at(10)
