@@ -252,9 +252,15 @@ def _timestamptz(text: str) -> datetime:
     return datetime.fromisoformat(text)
 
 
+def _numeric(text: str) -> Any:
+    from decimal import Decimal  # (what psycopg returns for numeric; rare here)
+
+    return Decimal(text)
+
+
 _CONVERT: dict[int, Any] = {
     16: lambda t: t == "t", 20: int, 21: int, 23: int, 26: int, 700: float, 701: float,
-    25: str, 1043: str, 1042: str, 19: str, 18: str, 1184: _timestamptz,
+    1700: _numeric, 25: str, 1043: str, 1042: str, 19: str, 18: str, 1184: _timestamptz,
     1114: datetime.fromisoformat,
 }
 

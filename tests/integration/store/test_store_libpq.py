@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
+from decimal import Decimal
 
 import pytest
 
@@ -45,6 +46,12 @@ def test_parameters_and_columns_round_trip(conn: libpq.Connection) -> None:
                    at + timedelta(minutes=90, microseconds=5))
     stamp = row[7]
     assert isinstance(stamp, datetime) and stamp.utcoffset() == timedelta(0)
+
+
+def test_aggregates_and_numeric(conn: libpq.Connection) -> None:
+    row = _one(conn, "SELECT count(*), sum(g::bigint), 1.50::numeric, max(g)::smallint "
+               "FROM generate_series(1, 4) AS g")
+    assert row == (4, Decimal(10), Decimal("1.50"), 4)
 
 
 def test_named_parameters_and_literal_percent(conn: libpq.Connection) -> None:
