@@ -1,8 +1,10 @@
 """The state database read without SQLAlchemy, for ``history``, ``logs``, ``status`` and
 ``why``: a read command's whole run is ~100 ms, and importing SQLAlchemy alone took as
-long. One connection of the standard library's ``sqlite3`` or of ``psycopg``, the queries
-of :mod:`cronctl.store.reads` (the same ones the SQL store runs), and the SQL store's
-error messages (:func:`cronctl.store.urls.database_error`).
+long. One connection of the standard library's ``sqlite3`` or, on PostgreSQL, of
+:mod:`cronctl.store.libpq` (libpq through ``ctypes``: importing psycopg cost as much
+again; psycopg when that client cannot be used), the queries of
+:mod:`cronctl.store.reads` (the same ones the SQL store runs), and the SQL store's error
+messages (:func:`cronctl.store.urls.database_error`).
 
 Only a database already at this cronctl's schema head is read this way. Anything else
 (no cronctl tables, an older revision that ``auto_migrate`` may upgrade, a newer one, a
