@@ -100,6 +100,7 @@ class FinalBatch:
         self._writing = threading.Lock()  # one write at a time (I/O thread or scheduler thread)
         self._pending: list[tuple[int, ExecutionStatus, str | None, int | None]] = []
         self._starts: list[tuple[int, datetime]] = []
+        self._restamps: list[tuple[int, datetime]] = []
         self._lost: set[int] = set()  # started here, but the row was not pending any more
 
     def add(self, execution_id: int, status: ExecutionStatus, error: str | None,
@@ -121,6 +122,15 @@ class FinalBatch:
             self._starts.append((execution_id, at))
         if first:
             self._schedule(False)
+
+    def restamp(self, execution_id: int, at: datetime) -> None:
+        """A ``running`` row written with its guard locks started at ``at`` (after the
+        commit that took them). Written at once, and always before the execution's final
+        status: a final written first would leave the earlier stamp (taken before the
+        fencing token), and the tokens of a job would no longer rise with its starts."""
+        with self._lock:
+            self._restamps.append((execution_id, at))
+        self._schedule(True)
 
     def _schedule(self, prompt: bool) -> None:
         """The first addition to an empty batch (or a prompt one) hands a flush on."""
@@ -149,28 +159,38 @@ class FinalBatch:
         with self._lock:
             batch, self._pending = self._pending, []
             starts, self._starts = self._starts, []
-        if not batch and not starts:
+            restamps, self._restamps = self._restamps, []
+        if not batch and not starts and not restamps:
             return
         begun = dict(starts)
-        finals: list[tuple[int, ExecutionStatus, str | None, int | None, datetime | None]] = []
+        stamped = dict(restamps)
+        finals: list[tuple[int, ExecutionStatus, str | None, int | None, datetime | None,
+                           bool]] = []
         for eid, status, error, token in batch:
             if eid in self._lost:  # its start was refused: the row is someone else's
                 self._lost.discard(eid)
                 self._drain(eid)
                 fenced(self._store, eid, status, token)
                 continue
-            finals.append((eid, status, error, token, begun.pop(eid, None)))
+            when = begun.pop(eid, None)
+            if when is not None:
+                finals.append((eid, status, error, token, when, True))
+            else:  # (a restamp ending in this batch rides with its final status)
+                finals.append((eid, status, error, token, stamped.pop(eid, None), False))
         at = self._clock()
         changes = [Transition(eid, _PENDING, ExecutionStatus.RUNNING, started_at=when)
                    for eid, when in begun.items()]
-        changes += [Transition(eid, _LIVE if when is None else _PENDING, status, error, when,
-                               at, token) for eid, status, error, token, when in finals]
+        changes += [Transition(eid, ExecutionStatus.RUNNING, ExecutionStatus.RUNNING,
+                               started_at=when) for eid, when in stamped.items()]
+        changes += [Transition(eid, _PENDING if pending else _LIVE, status, error, when, at,
+                               token) for eid, status, error, token, when, pending in finals]
         try:
             done = self._store.transitions(changes)
         except StoreUnavailable:
             with self._lock:  # (the fenced ones were reported already)
-                self._pending[:0] = [(eid, st, err, tok) for eid, st, err, tok, _ in finals]
+                self._pending[:0] = [(e, st, err, tok) for e, st, err, tok, _w, _p in finals]
                 self._starts[:0] = starts
+                self._restamps[:0] = restamps
             raise
         except BaseException:
             for eid, *_rest in finals:
@@ -181,8 +201,8 @@ class FinalBatch:
                 self._lost.add(eid)
                 log.warning("exec=%s started here, but its row was no longer pending "
                             "(claimed or closed elsewhere)", eid)
-        for (eid, status, _error, token, _when), ok in zip(finals, done[len(begun):],
-                                                          strict=True):
+        for (eid, status, _error, token, _when, _p), ok in zip(
+                finals, done[len(begun) + len(stamped):], strict=True):
             self._drain(eid)
             if not ok:
                 fenced(self._store, eid, status, token)

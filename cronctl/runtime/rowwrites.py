@@ -13,14 +13,14 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from cronctl.core import Action, Decision, Fire
-from cronctl.jobs.model import ExecutionStatus, JobDefinition
+from cronctl.jobs.model import JobDefinition
 from cronctl.runtime.ahead import RetryRows
 from cronctl.runtime.batches import FinalBatch
 from cronctl.runtime.handled import SCHEDULED, Handled
 from cronctl.runtime.io import IoWorker
 from cronctl.runtime.logsetup import ids
 from cronctl.runtime.records import Ready, first_line, new_rows
-from cronctl.store.base import Store, StoreUnavailable, Transition
+from cronctl.store.base import Store, StoreUnavailable
 
 log = logging.getLogger("cronctl.runtime")
 
@@ -53,10 +53,9 @@ class RowWrites:
             # The row said "started" at ``now``, before its guard was taken (another node
             # may have released it meanwhile): restamp the start after the commit, so that
             # the executions of one guard never seem to overlap in the history.
-            at, store = self.clock(), self.store
-            changes = [Transition(eid, ExecutionStatus.RUNNING, ExecutionStatus.RUNNING,
-                                  started_at=at) for eid in guarded]
-            self.io.submit(lambda: store.transitions(changes))
+            at = self.clock()
+            for eid in guarded:  # (with the final statuses: never after one of them)
+                self.finals.restamp(eid, at)
         return ok
 
     def _write_rows(self, ready: list[Ready], tracked: list[Ready], now: datetime,

@@ -1,0 +1,56 @@
+"""FinalBatch on a real SQLite store: a guarded row's restamped start is never lost to
+its final status, whichever flush writes them (the fencing tokens of a job must rise
+with the starts of its attempts: SPEC section 4, "Fencing")."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from cronctl.jobs.model import ExecutionStatus, Origin
+from cronctl.runtime.batches import FinalBatch
+from cronctl.store import Store, occurrence_id, open_store
+
+S = ExecutionStatus
+T0 = datetime(2026, 3, 8, 7, 0, 0, tzinfo=UTC)
+T1, T2 = T0 + timedelta(seconds=1), T0 + timedelta(seconds=2)
+
+
+def _running(store: Store, job: str) -> int:
+    eid = store.try_insert_execution(
+        job_id=job, occurrence_id=occurrence_id(job, T0), scheduled_at=T0, attempt=1,
+        origin=Origin.CRON, node_id="n1", scope_node=None, fencing_token=3,
+        status=S.RUNNING, started_at=T0, now=T0)
+    assert eid is not None
+    return eid
+
+
+def _batch(store: Store, later: list[Callable[[], object]]) -> FinalBatch:
+    return FinalBatch(store, later.append, lambda eid: None, lambda: T2)
+
+
+def test_a_restamp_and_its_final_status_in_one_flush(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'state.db'}", node_id="n1")
+    try:
+        queued: list[Callable[[], object]] = []
+        batch = _batch(store, queued)
+        a, b = _running(store, "a"), _running(store, "b")
+        batch.restamp(a, T1)
+        batch.restamp(b, T1)
+        batch.add(a, S.SUCCEEDED, None, 3, prompt=True)
+        assert queued  # the restamp asked for a flush at once
+        batch.flush()  # (here on the calling thread, as the scheduler thread may)
+        ra, rb = store.get_execution(a), store.get_execution(b)
+        assert ra is not None and rb is not None
+        assert (ra.status, ra.started_at, ra.finished_at) == (S.SUCCEEDED, T1, T2)
+        assert (rb.status, rb.started_at, rb.finished_at) == (S.RUNNING, T1, None)
+        batch.add(b, S.FAILED, "boom", 3)
+        batch.flush()
+        rb = store.get_execution(b)
+        assert rb is not None and (rb.status, rb.started_at, rb.error) == (S.FAILED, T1, "boom")
+        for task in queued:  # the flushes handed on find nothing left to write
+            task()
+        assert store.get_execution(a) == ra
+    finally:
+        store.close()
