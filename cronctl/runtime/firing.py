@@ -229,6 +229,7 @@ class Firing(RowWrites):
         Returns the follow-up actions (releases, failures)."""
         follow: list[Action] = []
         ready: list[Ready] = []
+        self._free_own_locks(fires)  # before any fencing token is taken (see there)
         now = self.clock()
         for a in fires:
             try:

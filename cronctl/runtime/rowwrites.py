@@ -12,20 +12,21 @@ from contextlib import suppress
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from cronctl.core import Action, Decision, Fire
+from cronctl.core import Action, Decision, Fire, SchedulerCore
 from cronctl.jobs.model import JobDefinition
 from cronctl.runtime.ahead import RetryRows
 from cronctl.runtime.batches import FinalBatch
 from cronctl.runtime.handled import SCHEDULED, Handled
 from cronctl.runtime.io import IoWorker
 from cronctl.runtime.logsetup import ids
-from cronctl.runtime.records import Ready, first_line, new_rows
+from cronctl.runtime.records import Ready, first_line, locks_for, new_rows
 from cronctl.store.base import Store, StoreUnavailable
 
 log = logging.getLogger("cronctl.runtime")
 
 
 class RowWrites:
+    core: SchedulerCore
     store: Store
     node_id: str
     clock: Callable[[], datetime]
@@ -42,11 +43,22 @@ class RowWrites:
         def _store_failed(self, job: JobDefinition, exc: Exception) -> None: ...
         def _store_ok(self) -> None: ...
 
-    def _record(self, ready: list[Ready], tracked: list[Ready], now: datetime,
-                follow: list[Action]) -> list[Ready]:
-        if any(r.locks for r in tracked):  # locks our ended executions still hold: free
+    def _free_own_locks(self, fires: list[Fire]) -> None:
+        """Write the final statuses still batched (they free the guard locks of our
+        ended executions) before the fires of a wake that take guard locks get their
+        fencing tokens. Between a token and its row's insert nothing slow may run: a
+        node whose insert comes long after its token could claim after a node that
+        took a newer token, and a job's tokens would not rise with its claims."""
+        core = self.core
+        if any((job := core.job(a.job_id)) is not None and locks_for(job) for a in fires):
             with suppress(StoreUnavailable):  # (the insert reports it)
                 self.finals.flush()
+
+    def _record(self, ready: list[Ready], tracked: list[Ready], now: datetime,
+                follow: list[Action]) -> list[Ready]:
+        # The rows' start stamp is read after the tokens were taken (it is replaced
+        # after the commit, but a node killed before that keeps this one).
+        now = max(now, self.clock())
         ok = self._write_rows(ready, tracked, now, follow)
         guarded = [r.execution_id for r in ok if r.locks and r.execution_id is not None]
         if guarded:

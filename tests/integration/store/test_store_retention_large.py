@@ -95,6 +95,7 @@ def remaining(store: Store) -> tuple[set[int], int, int]:
     return ids, int(lines), int(orphans)
 
 
+@pytest.mark.timeout(600)  # seeding 200k rows took 95 s here under -n 4: no hang
 def test_prune_200k_executions_keeps_exactly_the_policy(store: Store) -> None:
     finished, live, lines = seed(store)
     assert len(finished) == JOBS * PER_JOB
