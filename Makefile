@@ -32,7 +32,7 @@ run: $(RUN_STAMP)
 # Four workers on two cores: most integration tests wait on real processes, so the
 # suite takes ~4.5 min instead of ~7 with two (both ran clean, twice each).
 test: $(DEV_STAMP)
-	$(BIN)/python -m pytest -n 4 tests
+	$(BIN)/python -m pytest -n 3 tests
 
 # The long fault-injection run (SIGKILLs every 8-15 s, one PostgreSQL restart); make test
 # runs a short round of the same suite.
