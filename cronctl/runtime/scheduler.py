@@ -317,10 +317,9 @@ class Scheduler:
             self._skew_logged = False
             log.info("clock is consistent again; acting")
         if decision.actions:
-            if log.isEnabledFor(logging.DEBUG):
-                wake = self.core.next_wake()
+            if log.isEnabledFor(logging.DEBUG):  # (the decision carries its next wake)
                 log.debug("wake: %d actions; next wake %s", len(decision.actions),
-                          "none" if wake is None else wake.isoformat())
+                          decision.next_wake.isoformat() if decision.next_wake else "none")
             self.firing.execute(decision)
 
     def _handle(self, msg: tuple[Any, ...]) -> float | None:
