@@ -289,16 +289,10 @@ class Firing(RowWrites):
                 return None
             if written is not None:  # no write now: dispatched at once
                 return Ready(a, job, True, execution_id=written, written=True)
-        token: int | None = None
-        try:
-            if job.mode is Mode.SINGLE_INSTANCE:
-                token = self.store.next_fencing_token(job.id)
-        except StoreUnavailable as exc:
-            return self._unavailable(exc, [a], now)
-        except Exception as exc:
-            self._store_failed(job, exc)
-            return self._release(a, now, f"store error: {first_line(exc)}")
-        return Ready(a, job, True, token, row=row, locks=locks_for(job))
+        # (single_instance: the fencing token is taken with the row's guard lock, in its
+        # transaction; see RowWrites)
+        return Ready(a, job, True, row=row, locks=locks_for(job),
+                     fenced=job.mode is Mode.SINGLE_INSTANCE)
 
     def _retry(self, a: Retry) -> None:
         log.info("retry scheduled job=%s attempt=%d at=%s", a.job_id, a.attempt,

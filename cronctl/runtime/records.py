@@ -52,6 +52,7 @@ class Ready:
     row: int | None = None  # a pending row written ahead for this attempt: claim it
     locks: tuple[str, ...] = ()
     written: bool = False  # its row (execution_id) was written while it waited for a slot
+    fenced: bool = False  # single_instance: a fencing token comes with its row (``token``)
 
 
 @dataclass(slots=True)
@@ -83,4 +84,4 @@ def new_rows(tracked: list[Ready], node_id: str, now: datetime) -> list[NewExecu
         attempt=r.fire.attempt, origin=r.fire.origin, node_id=node_id,
         scope_node=None if r.job.mode is Mode.SINGLE_INSTANCE else node_id,
         fencing_token=r.token, target=str(r.job.target), status=ExecutionStatus.RUNNING,
-        started_at=now, created_at=now, locks=r.locks) for r in tracked]
+        started_at=now, created_at=now, locks=r.locks, fenced=r.fenced) for r in tracked]

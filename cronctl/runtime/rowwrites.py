@@ -20,7 +20,7 @@ from cronctl.runtime.handled import SCHEDULED, Handled
 from cronctl.runtime.io import IoWorker
 from cronctl.runtime.logsetup import ids
 from cronctl.runtime.records import Ready, first_line, locks_for, new_rows
-from cronctl.store.base import Store, StoreUnavailable
+from cronctl.store.base import Fenced, Store, StoreUnavailable
 
 log = logging.getLogger("cronctl.runtime")
 
@@ -45,10 +45,9 @@ class RowWrites:
 
     def _free_own_locks(self, fires: list[Fire]) -> None:
         """Write the final statuses still batched (they free the guard locks of our
-        ended executions) before the fires of a wake that take guard locks get their
-        fencing tokens. Between a token and its row's insert nothing slow may run: a
-        node whose insert comes long after its token could claim after a node that
-        took a newer token, and a job's tokens would not rise with its claims."""
+        ended executions) before the fires of a wake that take guard locks: otherwise
+        a fire would find its job's lock still held by this node's own ended attempt
+        and wait a remote retry for nothing."""
         core = self.core
         if any((job := core.job(a.job_id)) is not None and locks_for(job) for a in fires):
             with suppress(StoreUnavailable):  # (the insert reports it)
@@ -56,7 +55,7 @@ class RowWrites:
 
     def _record(self, ready: list[Ready], tracked: list[Ready], now: datetime,
                 follow: list[Action]) -> list[Ready]:
-        # The rows' start stamp is read after the tokens were taken (it is replaced
+        # The rows' start stamp is read as late as it can be (a guarded row's is replaced
         # after the commit, but a node killed before that keeps this one).
         now = max(now, self.clock())
         ok = self._write_rows(ready, tracked, now, follow)
@@ -81,7 +80,7 @@ class RowWrites:
             tracked = [r for r in tracked if r.row is None and id(r) not in lost]
         rows = new_rows(tracked, self.node_id, now)
         try:
-            ids_: list[int | str | None] = []
+            ids_: list[int | Fenced | str | None] = []
             if any(row.locks for row in rows):
                 ids_ = self.store.insert_guarded(rows)
             elif rows:
@@ -101,6 +100,9 @@ class RowWrites:
         for r, execution_id in zip(tracked, ids_, strict=True):
             if isinstance(execution_id, int):
                 r.execution_id = execution_id
+                continue
+            if isinstance(execution_id, Fenced):
+                r.execution_id, r.token = execution_id.execution_id, execution_id.token
                 continue
             if execution_id is not None:  # a guard lock held on another node
                 lost.add(id(r))
@@ -124,11 +126,13 @@ class RowWrites:
             a = r.fire
             assert r.row is not None
             try:
-                won: bool | str = (
-                    self.store.claim_guarded(r.row, node_id=self.node_id, fencing_token=r.token,
-                                             started_at=now, locks=r.locks) if r.locks else
+                won: bool | Fenced | str = (
+                    self.store.claim_guarded(r.row, node_id=self.node_id, fencing_token=None,
+                                             started_at=now, locks=r.locks,
+                                             fence=r.job.id if r.fenced else None)
+                    if r.locks else
                     self.store.claim_execution(r.row, node_id=self.node_id,
-                                               fencing_token=r.token, started_at=now))
+                                               fencing_token=None, started_at=now))
             except StoreUnavailable as exc:
                 lost.add(id(r))
                 follow.extend(self._unavailable(exc, [a], now).actions)
@@ -141,7 +145,9 @@ class RowWrites:
                 follow.extend(self._blocked(r, won, now).actions)
                 continue
             self.ahead.forget(a)
-            if won:
+            if isinstance(won, Fenced):
+                r.execution_id, r.token = r.row, won.token
+            elif won:
                 r.execution_id = r.row
             else:
                 lost.add(id(r))

@@ -31,6 +31,7 @@ from cronctl.jobs.model import ExecutionStatus, JobDefinition, Origin
 from cronctl.store.records import (
     DeliveryFailures,
     ExecutionRecord,
+    Fenced,
     GuardLock,
     LogEntry,
     LogLine,
@@ -221,22 +222,27 @@ class Store(Upkeep, Protocol):
 
     # --- guard locks (cluster-wide serial groups and single_instance overlap) ----------
 
-    def insert_guarded(self, rows: Sequence[NewExecution]) -> list[int | str | None]:
+    def insert_guarded(self, rows: Sequence[NewExecution]
+                       ) -> list[int | Fenced | str | None]:
         """:meth:`insert_executions`, where a row with ``locks`` is inserted only together
         with every one of its guard locks (``INSERT ... ON CONFLICT DO NOTHING`` on the
         key), all in ONE transaction: the new row id where this caller won the row and its
-        locks; ``None`` where the row already existed; the key of a lock that another
-        execution holds (then neither the row nor any lock was written). Of any number of
-        concurrent callers taking one key, exactly one gets it."""
+        locks (a :class:`Fenced` for a ``fenced`` row: the job's next fencing token was
+        taken after the locks, in that transaction, and written on the row); ``None``
+        where the row already existed; the key of a lock that another execution holds
+        (then neither the row nor any lock was written). Of any number of concurrent
+        callers taking one key, exactly one gets it."""
         ...
 
     def claim_guarded(
         self, execution_id: int, *, node_id: str, fencing_token: int | None,
-        started_at: datetime, locks: Sequence[str],
-    ) -> bool | str:
+        started_at: datetime, locks: Sequence[str], fence: str | None = None,
+    ) -> bool | Fenced | str:
         """:meth:`claim_execution` together with ``locks``, in ONE transaction: True if the
-        row was claimed and the locks taken; False if the row is not ``pending`` any more;
-        the key of a lock another execution holds (the row stays ``pending``)."""
+        row was claimed and the locks taken (a :class:`Fenced` when ``fence`` names the
+        row's job: its next fencing token was taken after the locks, in that transaction,
+        in place of ``fencing_token``); False if the row is not ``pending`` any more; the
+        key of a lock another execution holds (the row stays ``pending``)."""
         ...
 
     def guard_locks(self) -> list[GuardLock]:
@@ -423,6 +429,7 @@ class Store(Upkeep, Protocol):
 __all__ = [
     "DeliveryFailures",
     "ExecutionRecord",
+    "Fenced",
     "GuardLock",
     "group_lock",
     "job_lock",

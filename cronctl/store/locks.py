@@ -12,6 +12,7 @@ from cronctl.store.connection import LIVE, SqlConnection, X
 from cronctl.store.nodes import release_stale
 from cronctl.store.records import (
     ExecutionRecord,
+    Fenced,
     GuardLock,
     NewExecution,
     require_aware,
@@ -28,7 +29,8 @@ from cronctl.store.tables import (
 class GuardLocks(SqlConnection):
     """Guard locks of the Store Protocol (see :mod:`cronctl.store.base`)."""
 
-    def insert_guarded(self, rows: Sequence[NewExecution]) -> list[int | str | None]:
+    def insert_guarded(self, rows: Sequence[NewExecution]
+                       ) -> list[int | Fenced | str | None]:
         if not rows:
             return []
         with self._raw_write() as cur:
@@ -36,15 +38,20 @@ class GuardLocks(SqlConnection):
 
     def claim_guarded(
         self, execution_id: int, *, node_id: str, fencing_token: int | None,
-        started_at: datetime, locks: Sequence[str],
-    ) -> bool | str:
+        started_at: datetime, locks: Sequence[str], fence: str | None = None,
+    ) -> bool | Fenced | str:
         at = require_aware(started_at, "started_at")
         with self._raw_write() as cur:
             held = self._raw.take_locks(cur, execution_id, node_id, locks, at)
             if held is not None:
                 return held
-            if self._raw.claim(cur, execution_id, node_id, fencing_token, at):
-                return True
+            if fence is None:
+                if self._raw.claim(cur, execution_id, node_id, fencing_token, at):
+                    return True
+            else:
+                token = self._raw.next_fencing_token(cur, fence)
+                if self._raw.claim(cur, execution_id, node_id, token, at):
+                    return Fenced(execution_id, token)
             self._raw.release_executions(cur, [execution_id])
             return False
 

@@ -25,7 +25,7 @@ from sqlalchemy.engine import Connection
 
 from cronctl.jobs.model import ExecutionStatus, Origin
 from cronctl.store.reads import ReadQueries
-from cronctl.store.records import NewExecution, Transition, require_aware, statuses
+from cronctl.store.records import Fenced, NewExecution, Transition, require_aware, statuses
 
 _COLUMNS = ("job_id", "occurrence_id", "scheduled_at", "attempt", "scope", "node_id",
             "origin", "status", "target", "fencing_token", "created_at", "started_at",
@@ -203,11 +203,15 @@ class RawSql(ReadQueries):
                 values=", ".join([_ROW] * rows), more=_RETURNED)
         return sql
 
-    def insert_guarded(self, cur: Any, rows: Sequence[NewExecution]) -> list[int | str | None]:
+    def insert_guarded(self, cur: Any, rows: Sequence[NewExecution]
+                       ) -> list[int | Fenced | str | None]:
         """See :meth:`cronctl.store.base.Store.insert_guarded`. Rows without locks take the
         batch path; each row with locks is inserted, then its locks are taken in key order
-        (one order for every node), and both are undone if a key is held."""
-        out: list[int | str | None] = [None] * len(rows)
+        (one order for every node), and both are undone if a key is held. A fenced row's
+        token is taken last: while its lock is held no other transaction can take one
+        for the job (on PostgreSQL the others wait on the lock's key, not on the token),
+        so the job's tokens rise in the order its lock changes hands."""
+        out: list[int | Fenced | str | None] = [None] * len(rows)
         plain = [i for i, r in enumerate(rows) if not r.locks]
         if plain:
             for i, new_id in zip(plain, self.insert_executions(cur, [rows[i] for i in plain]),
@@ -225,7 +229,14 @@ class RawSql(ReadQueries):
                                    waiter=(r.job_id, self.ts(r.scheduled_at)))
             if held is not None:
                 cur.execute(self.sql("DELETE FROM job_executions WHERE id = ?"), (new_id,))
-            out[i] = new_id if held is None else held
+                out[i] = held
+            elif r.fenced:
+                token = self.next_fencing_token(cur, r.job_id)
+                cur.execute(self.sql("UPDATE job_executions SET fencing_token = ? WHERE id = ?"),
+                            (token, new_id))
+                out[i] = Fenced(new_id, token)
+            else:
+                out[i] = new_id
         return out
 
     def take_locks(self, cur: Any, execution_id: int, node_id: str, keys: Sequence[str],

@@ -148,6 +148,19 @@ class NewExecution:
     created_at: datetime | None = None
     locks: tuple[str, ...] = ()  # guard keys to take with the row (:meth:`Store.insert_guarded`)
     finished_at: datetime | None = None  # a row written already final (imports, seeding)
+    # Take the job's next fencing token in the row's own transaction, once its locks are
+    # held (:meth:`Store.insert_guarded`; ``fencing_token`` is then ignored).
+    fenced: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Fenced:
+    """A row won together with its guard locks and the fencing token taken in the same
+    transaction, after the locks: the job's tokens rise in the order its lock is taken,
+    on every node."""
+
+    execution_id: int
+    token: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,6 +333,7 @@ def statuses(value: ExecutionStatus | Collection[ExecutionStatus]) -> tuple[Exec
 __all__ = [
     "DeliveryFailures",
     "ExecutionRecord",
+    "Fenced",
     "GuardLock",
     "LogEntry",
     "LogLine",

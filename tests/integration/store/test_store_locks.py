@@ -4,6 +4,8 @@ final status releases the locks; recovery releases the locks of nodes that are g
 
 from __future__ import annotations
 
+import threading
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from conftest import StoreFactory
@@ -11,7 +13,7 @@ from test_store_contract import race
 
 from cronctl.jobs.model import ExecutionStatus, Origin
 from cronctl.store import Store, occurrence_id
-from cronctl.store.base import NewExecution, Transition, group_lock, job_lock
+from cronctl.store.base import Fenced, NewExecution, Transition, group_lock, job_lock
 
 S = ExecutionStatus
 T0 = datetime(2026, 3, 8, 7, 0, 0, tzinfo=UTC)
@@ -103,6 +105,58 @@ def test_racing_single_instance_occurrences(store_factory: StoreFactory) -> None
              locks=(key,))])[0])
     assert len([g for g in got if isinstance(g, int)]) == 1, got
     assert all(g is None or g == key or isinstance(g, int) for g in got)
+
+
+def test_fenced_rows_take_their_token_with_the_lock(store: Store) -> None:
+    key = job_lock("solo")
+    fenced = [replace(row("solo", T0 + timedelta(seconds=n), single=True, locks=(key,)),
+                      fenced=True) for n in range(3)]
+    [first] = store.insert_guarded([fenced[0]])
+    assert isinstance(first, Fenced) and first.token == 1
+    rec = store.get_execution(first.execution_id)
+    assert rec is not None and rec.fencing_token == 1
+    # The lock is held: nothing written, and no token spent.
+    assert store.insert_guarded([fenced[1]]) == [key]
+    assert store.transition(first.execution_id, S.RUNNING, S.SUCCEEDED, finished_at=T0)
+    [second] = store.insert_guarded([fenced[1]])
+    assert isinstance(second, Fenced) and second.token == 2
+    # A claim names the job whose token it takes, after the lock.
+    [pending] = store.insert_guarded([row("solo", T0 + timedelta(seconds=9), single=True,
+                                          locks=(), status=S.PENDING, attempt=2)])
+    assert isinstance(pending, int)
+    assert store.claim_guarded(pending, node_id="n2", fencing_token=None, started_at=T0,
+                               locks=(key,), fence="solo") == key
+    assert store.transition(second.execution_id, S.RUNNING, S.SUCCEEDED, finished_at=T0)
+    assert store.claim_guarded(pending, node_id="n2", fencing_token=None, started_at=T0,
+                               locks=(key,), fence="solo") == Fenced(pending, 3)
+    rec = store.get_execution(pending)
+    assert rec is not None and rec.fencing_token == 3
+
+
+def test_racing_fenced_holders_take_rising_tokens(store_factory: StoreFactory) -> None:
+    """Four stores take one single_instance lock over and over: in the order the lock
+    changes hands, the tokens strictly rise (a token taken before the lock could come
+    after a newer one)."""
+    key, held = job_lock("solo"), threading.Lock()
+    order: list[int] = []
+
+    def take(s: Store, i: int) -> int:
+        won = 0
+        for n in range(40):
+            at = T0 + timedelta(seconds=n * 4 + i)
+            new = replace(row("solo", at, node=f"n{i}", single=True, locks=(key,)),
+                          fenced=True)
+            [got] = s.insert_guarded([new])
+            if isinstance(got, Fenced):
+                with held:  # (only the holder gets here: the order the lock is taken)
+                    order.append(got.token)
+                assert s.transition(got.execution_id, S.RUNNING, S.SUCCEEDED, finished_at=at)
+                won += 1
+        return won
+
+    wins = race(store_factory, 4, take)
+    assert sum(wins) == len(order) > 4
+    assert order == sorted(set(order)), order
 
 
 def test_recovery_releases_locks_of_nodes_that_are_gone(store: Store) -> None:
