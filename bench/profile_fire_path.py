@@ -172,12 +172,14 @@ def _report(n: int, db: str, gc_mode: str, instant: float, samples: list[tuple[f
           f"{sum(timer.seconds) / n * 1e6:.1f} us/fire")
 
 
-def _profile_threads(profiles: list[cProfile.Profile]) -> None:
-    """cProfile on every thread the scheduler starts from now on (scheduler, workers, I/O)."""
+def _profile_threads(profiles: list[cProfile.Profile], *, every: bool = False) -> None:
+    """cProfile on every thread the scheduler starts from now on (scheduler, workers, I/O;
+    ``every``: all of them)."""
     original = threading.Thread.run
 
     def profiled(self: threading.Thread) -> None:
-        if not self.name.startswith(("cronctl-scheduler", "cronctl-job", "cronctl-io")):
+        if not every and not self.name.startswith(("cronctl-scheduler", "cronctl-job",
+                                                   "cronctl-io")):
             original(self)
             return
         profile = cProfile.Profile()

@@ -89,6 +89,9 @@ class Notifications:
         self._failing = False  # notify lanes: the last delivery failed
         self._late = LateChecker(store=store, handled=self._handled,
                                  occurrence_id=occurrence_id)
+        # The jobs the late check watches, worked out once per job set (a walk of 10,000
+        # jobs each second was most of an idle scheduler's notification thread).
+        self._watched: tuple[object, list[JobDefinition]] = (None, [])
         self.delivery = delivery or Delivery(self._delivered, user_agent=f"cronctl/{__version__}")
         self._thread = threading.Thread(target=self._run, name="cronctl-notify", daemon=True)
         self._threaded = threaded  # False: the caller pumps (tests)
@@ -322,8 +325,11 @@ class Notifications:
                                          "after its planned instant"))
 
     def _check_late(self) -> None:
-        watched = [j for j in self._jobs() if j.enabled and j.late_after is not None
-                   and self._wants(j, "late")]
+        jobs = self._jobs()
+        if self._watched[0] is not jobs:  # (a reload replaces the sequence)
+            self._watched = (jobs, [j for j in jobs if j.enabled and j.late_after is not None
+                                    and self._wants(j, "late")])
+        watched = self._watched[1]
         now = self._clock()
         for job, planned in self._late.due(watched, now):
             self._late_one(job, planned, now)
