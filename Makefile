@@ -10,7 +10,7 @@ DEV_STAMP := $(VENV)/.installed-dev
 # elsewhere with the same venv does not).
 RUN_SITE := .run-site
 
-.PHONY: run test chaos bench lint venv clean
+.PHONY: run test chaos bench lint venv bytecode clean
 
 $(RUN_STAMP): pyproject.toml $(wildcard examples/*/pyproject.toml) $(wildcard examples/*/*/*.py)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,21 +26,28 @@ $(DEV_STAMP): $(RUN_STAMP)
 
 venv: $(DEV_STAMP)
 
-run: $(RUN_STAMP)
+# The package's bytecode, written ahead as an installed package's is (pip compiles what it
+# installs; an editable install compiles nothing, and with PYTHONDONTWRITEBYTECODE set, as
+# here, every process would compile the ~130 modules again: `cronctl next` 0.31 -> 0.18 s).
+# Only modules whose source changed are compiled again.
+bytecode: $(RUN_STAMP)
+	$(BIN)/python -m compileall -q cronctl
+
+run: $(RUN_STAMP) bytecode
 	$(BIN)/cronctl run
 
-# Four workers on two cores: most integration tests wait on real processes, so the
-# suite takes ~4.5 min instead of ~7 with two (both ran clean, twice each).
-test: $(DEV_STAMP)
+# Three workers on two cores: most integration tests wait on real processes (four
+# starved the short chaos rounds on a busy machine).
+test: $(DEV_STAMP) bytecode
 	$(BIN)/python -m pytest -n 3 tests
 
 # The long fault-injection run (SIGKILLs every 8-15 s, one PostgreSQL restart); make test
 # runs a short round of the same suite.
 CHAOS_SECONDS ?= 300
-chaos: $(DEV_STAMP)
+chaos: $(DEV_STAMP) bytecode
 	CRONCTL_CHAOS_SECONDS=$(CHAOS_SECONDS) $(BIN)/python -m pytest -s tests/chaos
 
-bench: $(DEV_STAMP)
+bench: $(DEV_STAMP) bytecode
 	$(BIN)/python -m bench
 
 lint: $(DEV_STAMP)

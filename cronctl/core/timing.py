@@ -26,13 +26,15 @@ class ScheduleLike(Protocol):
 
 def schedule_for(job: JobDefinition) -> ScheduleLike:
     """The job's :class:`~cronctl.cron.Schedule` (cron in its zone, or an interval)."""
+    from cronctl.cron.expression import parse_cron
     from cronctl.cron.interval import Interval
-    from cronctl.cron.schedule import Schedule
+    from cronctl.cron.schedule import shared_schedule
 
     if job.every is not None:
-        return Schedule(Interval(job.every, job.anchor))
+        return shared_schedule(Interval(job.every, job.anchor))
     assert job.cron is not None
-    return Schedule(job.cron, job.timezone, job.dst_gap.value, job.dst_fold.value)
+    return shared_schedule(parse_cron(job.cron), job.timezone, job.dst_gap.value,
+                           job.dst_fold.value)
 
 
 class OccurrenceIds:

@@ -11,7 +11,7 @@ datetime.datetime(2026, 3, 8, 7, 0, tzinfo=datetime.timezone.utc)
 from cronctl.cron.errors import CronSyntaxError, UnknownTimezoneError
 from cronctl.cron.expression import MACROS, CronExpression, parse_cron
 from cronctl.cron.interval import Interval
-from cronctl.cron.schedule import HORIZON, DstFold, DstGap, Schedule
+from cronctl.cron.schedule import HORIZON, DstFold, DstGap, Schedule, shared_schedule
 from cronctl.cron.zones import load_zone
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "DstGap",
     "Interval",
     "Schedule",
+    "shared_schedule",
     "UnknownTimezoneError",
     "load_zone",
 ]

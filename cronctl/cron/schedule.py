@@ -312,3 +312,22 @@ def _repeated(seconds: int) -> str:
     if seconds % 60 == 0:
         return f"repeated {seconds // 60} minutes"
     return f"repeated {seconds} seconds"
+
+
+_SHARED: dict[tuple[object, ...], Schedule] = {}
+_SHARED_LIMIT = 16384
+
+
+def shared_schedule(expr: CronExpression | Interval, tz: str = "UTC", dst_gap: str = "auto",
+                    dst_fold: str = "auto") -> Schedule:
+    """``Schedule(expr, tz, dst_gap, dst_fold)``, one instance per distinct definition:
+    schedules are immutable, and a job set builds each job's schedule more than once
+    (validation, the core, every reload; 10,000 jobs: ~0.2 s of a start-up each time)."""
+    key = (expr, tz, dst_gap, dst_fold)
+    got = _SHARED.get(key)
+    if got is None:
+        got = Schedule(expr, tz, dst_gap, dst_fold)
+        if len(_SHARED) >= _SHARED_LIMIT:
+            _SHARED.clear()
+        _SHARED[key] = got
+    return got

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Literal
 
-from cronctl.cron import CronExpression, Interval, Schedule, parse_cron
+from cronctl.cron import CronExpression, Interval, Schedule, parse_cron, shared_schedule
 from cronctl.durations import format_duration
 from cronctl.jobs.model import (
     EPOCH,
@@ -35,9 +35,9 @@ def make_schedule(
     dst_fold: DstFold = DstFold.AUTO,
 ) -> Schedule:
     if expression is not None:
-        return Schedule(expression, timezone, dst_gap=dst_gap.value, dst_fold=dst_fold.value)
+        return shared_schedule(expression, timezone, dst_gap.value, dst_fold.value)
     assert every is not None
-    return Schedule(Interval(every, anchor))
+    return shared_schedule(Interval(every, anchor))
 
 
 def job_schedule(job: JobDefinition) -> Schedule:

@@ -119,8 +119,18 @@ _BARE = re.compile(r"[A-Za-z0-9_-]+")
 _HEADER = re.compile(r"\s*\[\[?(?P<key>[^\[\]]*)\]\]?\s*(?:#.*)?$")
 
 
+# The common lines, read without the general key parser: `name = ...` and `[a.b]`.
+_PLAIN_KEY = re.compile(r"[ \t]*([A-Za-z0-9_-]+)[ \t]*(?==)")
+_PLAIN_DOTTED = re.compile(r"[ \t]*[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*[ \t]*")
+
+
 def _split_key(text: str) -> tuple[tuple[str, ...], int] | None:
     """Parse a (dotted) TOML key at the start of ``text``: its parts and where it ends."""
+    plain = _PLAIN_KEY.match(text)
+    if plain is not None:
+        return (plain.group(1),), plain.end()
+    if _PLAIN_DOTTED.fullmatch(text):  # a header's whole key
+        return tuple(text.strip().split(".")), len(text)
     parts: list[str] = []
     pos = 0
     n = len(text)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,18 +78,20 @@ def _too_deep(shown: str) -> Violation:
                      "dotted keys)")
 
 
-def _depth(value: object) -> int:
-    """Nesting depth of a parsed document, without recursion."""
+def _depth(value: dict[str, Any]) -> int:
+    """Nesting depth of a parsed document, without recursion: a value inside ``n``
+    arrays or tables is at depth ``n``."""
     deepest = 0
-    stack: list[tuple[object, int]] = [(value, 0)]
+    stack: list[tuple[dict[str, Any] | list[Any], int]] = [(value, 0)]
     while stack:
         item, level = stack.pop()
-        if level > deepest:
-            deepest = level
+        children: Collection[Any] = item.values() if isinstance(item, dict) else item
+        # Only containers go on the stack (most values are scalars): a container's
+        # values, whatever they are, are one level below it.
+        reach = level + 1 if children else level
+        if reach > deepest:
+            deepest = reach
             if deepest > MAX_DEPTH:
                 return deepest
-        if isinstance(item, dict):
-            stack.extend((v, level + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, level + 1) for v in item)
+        stack.extend((v, level + 1) for v in children if isinstance(v, dict | list))
     return deepest

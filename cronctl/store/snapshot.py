@@ -17,6 +17,8 @@ from cronctl.jobs.notify import NotifySpec
 
 
 def _plain(value: Any) -> Any:
+    if type(value) in _AS_IS:  # most fields: no isinstance chain (Mapping's is slow)
+        return value
     if isinstance(value, NotifySpec):
         return value.redacted()  # header values are secrets
     if isinstance(value, enum.Enum):
@@ -64,6 +66,7 @@ def _default(value: Any) -> Any:
 
 
 _JOB_FIELDS = tuple(f.name for f in fields(JobDefinition))
+_AS_IS = frozenset({str, int, float, bool, type(None)})
 
 
 __all__ = ["definition_snapshot", "dumps"]
