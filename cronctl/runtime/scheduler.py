@@ -130,8 +130,7 @@ class Scheduler:
             raise RuntimeError("Scheduler.start() was already called")
         self._started = True
         self._paused_seen: set[str] | None = None  # as the core last heard (I/O thread)
-        now = self.clock()
-        node = self.config.node_id
+        now, node = self.clock(), self.config.node_id
         # SPEC section 4 "Clocks": a clock behind a persisted cursor is refused before
         # anything is written (no node row, no timestamp).
         shared = startup.shared_states(self.store)
@@ -145,7 +144,6 @@ class Scheduler:
             if self.store.persistent:
                 # Guards this node's previous run held: its executions are recovered below.
                 self.store.release_locks(node)
-            self.store.save_definitions(self._jobs, now=now)
             rows = startup.recoverable(self.store, node, now, self._ttl)
             self.liveness.handed(rows)
             self.firing.ended.update(startup.interrupted_ends(
@@ -159,6 +157,8 @@ class Scheduler:
         self.io.every("log flush", self.config.progress_flush_interval.total_seconds(),
                       up(self.flusher.flush))
         self.io.every("pause poll", PAUSE_POLL_INTERVAL, up(self._poll_paused))
+        # The definitions' snapshot is informational: READY does not wait for it.
+        self.io.submit(partial(self.store.save_definitions, self._jobs, now=now))
         self.pruner = Pruner.attach(self.io, self.store, self.config.retention, node_id=node,
                                     clock=self.clock, is_down=lambda: self.health.down)
         self._paused_seen = {j for j, st in states.items() if st.paused}
