@@ -274,6 +274,35 @@ def test_late_when_late_after_passes_before_the_start() -> None:
                         ("12:00:05", "12:00:20", None, reason)]
 
 
+def test_late_watches_the_jobs_of_a_reload() -> None:
+    """The jobs the late check watches are worked out once per job set: a reload (a new
+    sequence) that adds late_after to a job is watched from the next check on."""
+    clock = Clock()
+    plain, watched = job("w", tracked=False), job("w", late_after=S, tracked=False)
+    current: list[tuple[JobDefinition, ...]] = [(plain,)]
+    delivery = FakeDelivery()
+    n = Notifications(base=NotifySpec(webhook="http://h/x", on=("late",)), node_id="n1",
+                      store=FakeStore(), clock=clock,  # type: ignore[arg-type]
+                      job_of=lambda _: current[0][0], jobs=lambda: current[0],
+                      store_down=lambda: False, delivery=delivery,  # type: ignore[arg-type]
+                      threaded=False)
+    n.begin({}, T0)
+    try:
+        clock.now = T0 + 3 * S
+        n.check_late()
+        assert delivery.sent == []
+        current[0] = (watched,)  # reloaded at T0+5: watched from its next instant on
+        clock.now = T0 + 5 * S
+        n.check_late()
+        clock.now = T0 + 8 * S
+        n.check_late()
+        n.pump()
+    finally:
+        n.close()
+    assert [e["scheduled_at"][11:19] for _, e in delivery.sent] == ["12:00:05", "12:00:06",
+                                                                     "12:00:07"]
+
+
 def test_late_asks_the_store_for_jobs_other_nodes_run() -> None:
     clock = Clock()
     j = job("w", late_after=S, mode=Mode.SINGLE_INSTANCE)
