@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from cronctl.cron.errors import NonexistentTimeError, UnknownTimezoneError
 
 _BUCKET_SHIFT = 25  # 2**25 s ~ 388 days per bucket
+_MAX_GAP = 8  # buckets (~8.5 years) between the known range and a new one worth scanning
 _PROBE = 6 * 3600  # no two offset changes in tzdata are closer than this and cancel out
 # Longer than any gap or fold in tzdata (the longest are whole days: Pacific/Apia 2011,
 # Alaska 1867), so a segment sees its start, and a search sees a fold coming.
@@ -156,10 +157,12 @@ class Timeline:
             probe += _PROBE
 
     def _cover(self, first: int, last: int) -> None:
-        """Make buckets ``first..last`` known (extending the contiguous known range)."""
+        """Make buckets ``first..last`` known (extending the contiguous known range, or
+        starting a new one when they lie far from it: a search in the year 2500 after one
+        in 2026 must not scan the five centuries between, ~2 s per century)."""
         with self._lock:
             lo, hi, times, before, after = self._state
-            if hi < lo:
+            if hi < lo or first > hi + _MAX_GAP or last < lo - _MAX_GAP:
                 lo = hi = first
                 rows = self._scan(first)
             else:

@@ -285,3 +285,31 @@ class TestIntervals:
         start = datetime.min.replace(tzinfo=UTC)
         assert Schedule("@every 90s").next_after(start) == datetime(2, 1, 1, tzinfo=UTC)
         assert Schedule("* * * * * *").next_after(start) == datetime(2, 1, 1, tzinfo=UTC)
+
+
+def test_a_far_jump_does_not_scan_the_years_between(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A zone's offset changes are found by scanning ~388-day buckets; a search far from
+    the ones known starts a new range instead of scanning every bucket between (from
+    2026 to the year 2 was ~2,000 buckets and ~9 s). The answers stay exact."""
+    from cronctl.cron import zones
+
+    scanned: list[int] = []
+    original = zones.Timeline._scan
+
+    def counting(self: zones.Timeline, bucket: int) -> list[tuple[int, int, int]]:
+        scanned.append(bucket)
+        return original(self, bucket)
+
+    years = (2026, 2, 2500, 2026, 1900)
+    alone = []
+    for y in years:  # each on a timeline of its own: the reference
+        monkeypatch.setattr(zones, "_TIMELINES", {})
+        alone.append(Schedule("0 30 2 * * *", "Europe/Paris").next_after(
+            datetime(y, 3, 30, tzinfo=UTC)))
+    monkeypatch.setattr(zones.Timeline, "_scan", counting)
+    monkeypatch.setattr(zones, "_TIMELINES", {})
+    paris = Schedule("0 30 2 * * *", "Europe/Paris")
+    shared = [paris.next_after(datetime(y, 3, 30, tzinfo=UTC)) for y in years]
+    assert shared == alone
+    assert alone[0] == datetime(2026, 3, 30, 0, 30, tzinfo=UTC)  # CEST since March 29
+    assert len(scanned) < 40, len(scanned)
