@@ -37,7 +37,7 @@ from cronctl.core import (
 )
 from cronctl.dispatch.base import Dispatcher, DispatchRequest, LogSink, Outcome
 from cronctl.dispatch.logbuffer import LogFlusher, ProcessLogSink
-from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode
+from cronctl.jobs.model import ExecutionStatus, JobDefinition
 from cronctl.runtime import records
 from cronctl.runtime.ahead import RetryRows
 from cronctl.runtime.batches import FinalBatch
@@ -229,7 +229,6 @@ class Firing(RowWrites):
         Returns the follow-up actions (releases, failures)."""
         follow: list[Action] = []
         ready: list[Ready] = []
-        self._free_own_locks(fires)  # before any fencing token is taken (see there)
         now = self.clock()
         for a in fires:
             try:
@@ -291,8 +290,7 @@ class Firing(RowWrites):
                 return Ready(a, job, True, execution_id=written, written=True)
         # (single_instance: the fencing token is taken with the row's guard lock, in its
         # transaction; see RowWrites)
-        return Ready(a, job, True, row=row, locks=locks_for(job),
-                     fenced=job.mode is Mode.SINGLE_INSTANCE)
+        return Ready(a, job, True, row=row, locks=locks_for(job))
 
     def _retry(self, a: Retry) -> None:
         log.info("retry scheduled job=%s attempt=%d at=%s", a.job_id, a.attempt,

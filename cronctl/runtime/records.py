@@ -52,7 +52,6 @@ class Ready:
     row: int | None = None  # a pending row written ahead for this attempt: claim it
     locks: tuple[str, ...] = ()
     written: bool = False  # its row (execution_id) was written while it waited for a slot
-    fenced: bool = False  # single_instance: a fencing token comes with its row (``token``)
 
 
 @dataclass(slots=True)
@@ -77,11 +76,17 @@ def spawn_recorder(store: Store, submit: Callable[[Callable[[], object]], None],
     return record
 
 
+def fenced(job: JobDefinition) -> bool:
+    """Whether an attempt of ``job`` carries a fencing token (taken with its guard lock,
+    in the transaction that writes or claims its row)."""
+    return job.mode is Mode.SINGLE_INSTANCE
+
+
 def new_rows(tracked: list[Ready], node_id: str, now: datetime) -> list[NewExecution]:
     """The ``running`` rows of the tracked fires of one wake (dispatched right after)."""
     return [NewExecution(
         job_id=r.job.id, occurrence_id=r.fire.occurrence_id, scheduled_at=r.fire.planned,
         attempt=r.fire.attempt, origin=r.fire.origin, node_id=node_id,
-        scope_node=None if r.job.mode is Mode.SINGLE_INSTANCE else node_id,
+        scope_node=None if fenced(r.job) else node_id,
         fencing_token=r.token, target=str(r.job.target), status=ExecutionStatus.RUNNING,
-        started_at=now, created_at=now, locks=r.locks, fenced=r.fenced) for r in tracked]
+        started_at=now, created_at=now, locks=r.locks, fenced=fenced(r.job)) for r in tracked]

@@ -12,21 +12,20 @@ from contextlib import suppress
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from cronctl.core import Action, Decision, Fire, SchedulerCore
+from cronctl.core import Action, Decision, Fire
 from cronctl.jobs.model import JobDefinition
 from cronctl.runtime.ahead import RetryRows
 from cronctl.runtime.batches import FinalBatch
 from cronctl.runtime.handled import SCHEDULED, Handled
 from cronctl.runtime.io import IoWorker
 from cronctl.runtime.logsetup import ids
-from cronctl.runtime.records import Ready, first_line, locks_for, new_rows
+from cronctl.runtime.records import Ready, fenced, first_line, new_rows
 from cronctl.store.base import Fenced, Store, StoreUnavailable
 
 log = logging.getLogger("cronctl.runtime")
 
 
 class RowWrites:
-    core: SchedulerCore
     store: Store
     node_id: str
     clock: Callable[[], datetime]
@@ -43,18 +42,14 @@ class RowWrites:
         def _store_failed(self, job: JobDefinition, exc: Exception) -> None: ...
         def _store_ok(self) -> None: ...
 
-    def _free_own_locks(self, fires: list[Fire]) -> None:
-        """Write the final statuses still batched (they free the guard locks of our
-        ended executions) before the fires of a wake that take guard locks: otherwise
-        a fire would find its job's lock still held by this node's own ended attempt
-        and wait a remote retry for nothing."""
-        core = self.core
-        if any((job := core.job(a.job_id)) is not None and locks_for(job) for a in fires):
-            with suppress(StoreUnavailable):  # (the insert reports it)
-                self.finals.flush()
-
     def _record(self, ready: list[Ready], tracked: list[Ready], now: datetime,
                 follow: list[Action]) -> list[Ready]:
+        if any(r.locks for r in tracked):
+            # The final statuses still batched free the guard locks of our ended
+            # executions: written first, a fire does not find its job's lock held by this
+            # node's own ended attempt and wait a remote retry for nothing.
+            with suppress(StoreUnavailable):  # (the insert reports it)
+                self.finals.flush()
         # The rows' start stamp is read as late as it can be (a guarded row's is replaced
         # after the commit, but a node killed before that keeps this one).
         now = max(now, self.clock())
@@ -129,7 +124,7 @@ class RowWrites:
                 won: bool | Fenced | str = (
                     self.store.claim_guarded(r.row, node_id=self.node_id, fencing_token=None,
                                              started_at=now, locks=r.locks,
-                                             fence=r.job.id if r.fenced else None)
+                                             fence=r.job.id if fenced(r.job) else None)
                     if r.locks else
                     self.store.claim_execution(r.row, node_id=self.node_id,
                                                fencing_token=None, started_at=now))

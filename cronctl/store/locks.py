@@ -45,13 +45,10 @@ class GuardLocks(SqlConnection):
             held = self._raw.take_locks(cur, execution_id, node_id, locks, at)
             if held is not None:
                 return held
-            if fence is None:
-                if self._raw.claim(cur, execution_id, node_id, fencing_token, at):
-                    return True
-            else:
-                token = self._raw.next_fencing_token(cur, fence)
-                if self._raw.claim(cur, execution_id, node_id, token, at):
-                    return Fenced(execution_id, token)
+            token = None if fence is None else self._raw.next_fencing_token(cur, fence)
+            if self._raw.claim(cur, execution_id, node_id,
+                               fencing_token if token is None else token, at):
+                return True if token is None else Fenced(execution_id, token)
             self._raw.release_executions(cur, [execution_id])
             return False
 
