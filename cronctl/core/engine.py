@@ -83,6 +83,11 @@ class SchedulerCore(Recovery):
         """Attempts waiting for a slot or a serial group."""
         return len(self._slot_wait) + sum(len(q) for q in self._group_wait.values())
 
+    @property
+    def slot_waiting(self) -> int:
+        """Attempts waiting for a slot alone (the FIFO the relay mirrors)."""
+        return len(self._slot_wait)
+
     def active_keys(self) -> list[ExecKey]:
         return list(self._active)
 

@@ -20,6 +20,7 @@ from cronctl.dispatch.base import (
 from cronctl.dispatch.command import CommandDispatcher
 from cronctl.dispatch.interceptors import Interceptors
 from cronctl.dispatch.python import PythonDispatcher, ServiceResolver
+from cronctl.dispatch.relay import Relay, Staged
 from cronctl.jobs.model import CommandTarget, JobDefinition
 
 
@@ -43,6 +44,17 @@ class RoutingDispatcher:
         if isinstance(request.job.target, CommandTarget):
             return self.commands.start(request, sink, on_done)
         return self.python.start(request, sink, on_done)
+
+    @property
+    def relay(self) -> Relay:
+        return self.python.relay
+
+    def stage(self, request: DispatchRequest, sink: LogSink,
+              on_done: Callable[[Outcome], None], staged: Staged) -> bool:
+        """Stage a fire for the relay (Python targets only: see :mod:`.relay`)."""
+        if isinstance(request.job.target, CommandTarget):
+            return False
+        return self.python.stage(request, sink, on_done, staged)
 
     def shutdown(self, wait: bool = True) -> None:
         """``wait=True``: wait for running attempts to finish. ``wait=False``: kill running

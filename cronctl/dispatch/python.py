@@ -30,6 +30,7 @@ from cronctl.context import JobContext
 from cronctl.dispatch.base import DispatchRequest, LogSink, Outcome, TargetUnresolved
 from cronctl.dispatch.interceptors import Interceptors
 from cronctl.dispatch.jobcontext import make_context
+from cronctl.dispatch.relay import Relay, Staged
 from cronctl.dispatch.workers import CancelFlag, WorkerPool
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, PythonTarget, ServiceTarget
 
@@ -119,10 +120,11 @@ class _Execution:
         self.finish(Outcome(ExecutionStatus.ABANDONED,
                             error=f"{what}; the handler was left running"), force=True)
 
-    def finish(self, outcome: Outcome, *, force: bool = False) -> None:
+    def finish(self, outcome: Outcome, *, force: bool = False) -> bool:
+        """Deliver ``outcome``; False when one was delivered already (or is abandoned)."""
         with self._lock:
             if self.done or (self.abandoned and not force):
-                return
+                return False
             self.done = True
         if self._interceptors:
             self._interceptors.on_complete(self.ctx, outcome)
@@ -130,18 +132,16 @@ class _Execution:
             self._on_done(outcome)
         except Exception:
             log.exception("on_done callback of job %s raised", self.request.job.id)
+        return True
 
-    def result(self, exc: BaseException | None, tb_skip: int = 1) -> None:
-        """Turn how the handler ended into the outcome."""
+    def result(self, exc: BaseException | None, tb_skip: int = 1) -> bool:
+        """Turn how the handler ended into the outcome (False: it was delivered already)."""
         if exc is None:
             if self.ctx.is_cancelled():
-                self.finish(Outcome(ExecutionStatus.CANCELLED, error="cancelled"))
-            else:
-                self.finish(_SUCCEEDED)
-            return
+                return self.finish(Outcome(ExecutionStatus.CANCELLED, error="cancelled"))
+            return self.finish(_SUCCEEDED)
         if self.ctx.is_cancelled() and isinstance(exc, asyncio.CancelledError):
-            self.finish(Outcome(ExecutionStatus.CANCELLED, error="cancelled"))
-            return
+            return self.finish(Outcome(ExecutionStatus.CANCELLED, error="cancelled"))
         tb = exc.__traceback__
         for _ in range(tb_skip):  # drop the dispatcher's own frames
             if tb is not None and tb.tb_next is not None:
@@ -152,7 +152,7 @@ class _Execution:
         except Exception:
             log.exception("log sink raised; traceback dropped")
         status = ExecutionStatus.CANCELLED if self.ctx.is_cancelled() else ExecutionStatus.FAILED
-        self.finish(Outcome(status, error=error_text(exc)))
+        return self.finish(Outcome(status, error=error_text(exc)))
 
 
 class PythonHandle:
@@ -191,6 +191,7 @@ class PythonDispatcher:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
         self._loop_lock = threading.Lock()
+        self.relay = Relay()
 
     # --- resolution ----------------------------------------------------------------------
 
@@ -250,20 +251,53 @@ class PythonDispatcher:
             execution.finish(Outcome(ExecutionStatus.FAILED, error=f"not started: {exc}"))
         return handle
 
+    def stage(self, request: DispatchRequest, sink: LogSink,
+              on_done: Callable[[Outcome], None], staged: Staged) -> bool:
+        """Make ``staged`` runnable by :attr:`relay` (a worker whose attempt ended runs it):
+        False when it cannot be (an ``async def`` handler, a target that does not resolve
+        now: the fire then starts the ordinary way when the core admits it)."""
+        try:
+            fn = self._callable(request.job)
+            shape = self._shape(fn)
+        except Exception:
+            return False
+        if shape.is_async:
+            return False
+        execution = _Execution(request, sink, make_context(request, sink, CancelFlag()),
+                               on_done, self._interceptors)
+        staged.handle = PythonHandle(execution)
+        staged.run = (execution, fn, shape.takes_context)
+        return True
+
     def _run_sync(self, execution: _Execution, fn: Callable[..., Any], takes_ctx: bool) -> None:
+        # The slot this attempt held goes to the oldest staged fire, in this thread, once
+        # its outcome is posted (an attempt abandoned at its timeout gave it back then).
+        relay = self.relay
+        take = relay.take
+        relay.enter()
+        try:
+            while self._run_one(execution, fn, takes_ctx):
+                nxt = take()
+                if nxt is None:
+                    return
+                execution, fn, takes_ctx = nxt.run
+        finally:
+            relay.leave()
+
+    def _run_one(self, execution: _Execution, fn: Callable[..., Any], takes_ctx: bool) -> bool:
+        """Run one attempt; True when this thread delivered its outcome."""
         if execution.done:  # abandoned while it waited for a worker
-            return
+            return False
         if self._interceptors:
             self._interceptors.on_dispatch(execution.ctx)
         try:
             result = fn(execution.ctx) if takes_ctx else fn()
         except BaseException as exc:  # a handler's sys.exit() must not kill the worker
-            execution.result(exc)
-            return
+            return execution.result(exc)
         if inspect.isawaitable(result):  # a sync wrapper around a coroutine
             self._await(execution, result)
-            return
-        execution.result(None)
+            return False
+        return execution.result(None)
 
     def _submit_async(self, execution: _Execution, fn: Callable[..., Any],
                       shape: _CallShape) -> None:
@@ -315,6 +349,7 @@ class PythonDispatcher:
         """Stop accepting work. ``wait=True`` waits for running sync handlers; with
         ``wait=False`` handlers still queued never start (their outcome: cancelled). Async
         handlers still running are cancelled either way."""
+        self.relay.revoke()  # (staged fires belong to the runtime: it never started them)
         for _fn, args in self._pool.shutdown(wait=wait):
             execution = args[0]
             if isinstance(execution, _Execution):

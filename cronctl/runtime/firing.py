@@ -37,6 +37,7 @@ from cronctl.core import (
 )
 from cronctl.dispatch.base import Dispatcher, DispatchRequest, LogSink, Outcome
 from cronctl.dispatch.logbuffer import LogFlusher, ProcessLogSink
+from cronctl.dispatch.relay import Staged
 from cronctl.jobs.model import ExecutionStatus, JobDefinition
 from cronctl.runtime import records
 from cronctl.runtime.ahead import RetryRows
@@ -46,6 +47,7 @@ from cronctl.runtime.health import DatabaseHealth
 from cronctl.runtime.io import IoWorker
 from cronctl.runtime.logsetup import ids
 from cronctl.runtime.records import REMOTE_RETRY, Ready, Run, first_line, locks_for
+from cronctl.runtime.relaying import RelayedFires
 from cronctl.runtime.rowwrites import RowWrites
 from cronctl.runtime.waiters import IN_FLIGHT, WaiterRows
 from cronctl.runtime.wakelog import WakeLog
@@ -109,6 +111,9 @@ class Firing(RowWrites):
                                   unavailable=self._health_failed,
                                   post=lambda: post(("waiters",)))
         self.held: list[Fire] = []  # fires whose rows the I/O thread is writing
+        self.relayed = RelayedFires(self)  # waiting fires the workers start (relaying.py)
+        if self.relayed.relay is not None:
+            self.relayed.relay.wall = clock
 
     # --- the action loop -------------------------------------------------------------------
 
@@ -132,9 +137,15 @@ class Firing(RowWrites):
                 self.flush_fires()
 
     def flush_fires(self) -> None:
+        relayed = self.relayed
+        relayed.settle(self._fires, first=True)  # for the workers these fires free
         while self._fires:
             fires, self._fires = self._fires, []
+            if relayed.pending:  # those a worker started already are recorded as running
+                fires, follow = relayed.adopt_started(fires)
+                self._run(follow)
             self._run(self._hold_back(fires) if self.stopping else self._fire_all(fires))
+        relayed.settle(self._fires)
         down = self.stopping or (self.health is not None and self.health.down)
         if self.waiters.wanted and not down:
             self.waiters.write(self.clock())  # after this wake's fires are dispatched
@@ -160,6 +171,10 @@ class Firing(RowWrites):
         if not self._batching:
             self.flush_fires()
 
+    def sink_of(self, job: JobDefinition) -> LogSink:
+        """An untracked fire's log sink (it holds nothing but the job id: one per job)."""
+        return self._sinks.get(job.id) or self._sinks.setdefault(job.id, ProcessLogSink(job.id))
+
     def _hold_back(self, fires: list[Fire]) -> list[Action]:
         """Stopping: the attempts that would start now (a slot freed) do not (SPEC section
         3, "stop firing"). A retry keeps its pending row for the next start; a planned
@@ -167,7 +182,7 @@ class Firing(RowWrites):
         decides it; a waiting fire's row written ahead is discarded with the others."""
         now, out = self.clock(), list[Action]()
         for a in fires:
-            self._trigger_done(a.occurrence_id, None, "the scheduler is stopping")
+            self.trigger_done(a.occurrence_id, None, "the scheduler is stopping")
             out.extend(self.core.release(a.key, now, mono=self.mono()).actions)
         return out
 
@@ -190,9 +205,12 @@ class Firing(RowWrites):
         kind = type(a)
         if kind is Enqueue:  # the most frequent by far in a burst: 1 per waiting fire
             assert isinstance(a, Enqueue)
-            if a.occurrence_id is not None and self.waiters.enabled:  # for a slot
+            relayed = self.relayed.open
+            if relayed or (a.occurrence_id is not None and self.waiters.enabled):
                 job = self.core.job(a.job_id)
-                if job is not None:
+                if relayed:  # (an untracked fire for a slot: a worker may start it)
+                    self.relayed.want(a, job)
+                if job is not None and a.occurrence_id is not None and self.waiters.enabled:
                     self.waiters.want(a, job)
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("waiting job=%s planned=%s for=%s", a.job_id, a.planned.isoformat(),
@@ -304,9 +322,8 @@ class Firing(RowWrites):
         a, job, execution_id = r.fire, r.job, r.execution_id
         if execution_id is not None:
             sink: LogSink = self.flusher.sink_for(execution_id)
-        else:  # (holds nothing but the job id: one per job)
-            sink = self._sinks.get(job.id) or self._sinks.setdefault(job.id,
-                                                                     ProcessLogSink(job.id))
+        else:
+            sink = self.sink_of(job)
         spawned = (None if execution_id is None else
                    records.spawn_recorder(self.store, self.io.submit, execution_id))
         request = DispatchRequest(job, a.occurrence_id, a.planned, a.attempt, a.origin,
@@ -323,7 +340,7 @@ class Firing(RowWrites):
             return self.core.on_complete(key, ExecutionStatus.FAILED,
                                          f"dispatch failed: {first_line(exc)}", self.clock(),
                                          mono=self.mono())
-        started = self.clock()
+        started = run.started = self.clock()
         if r.written:
             assert execution_id is not None
             self.finals.started(execution_id, started)
@@ -333,7 +350,7 @@ class Firing(RowWrites):
         if execution_id is not None and a.origin in _SCHEDULED:
             self.handled.cursor(job.id, a.planned)
         if self.triggers:
-            self._trigger_done(a.occurrence_id, execution_id, None)
+            self.trigger_done(a.occurrence_id, execution_id, None)
         self.wakelog.fired(job.id, execution_id, a.planned, a.attempt, a.origin)
         return None
 
@@ -347,7 +364,7 @@ class Firing(RowWrites):
 
     def _release(self, a: Fire, now: datetime, why: str, *,
                  skip: SkipReason | None = None) -> Decision:
-        self._trigger_done(a.occurrence_id, None, why)
+        self.trigger_done(a.occurrence_id, None, why)
         self.ahead.close(a, why)
         self.waiters.forget(a)
         return self.core.release(a.key, now, skip=skip, mono=self.mono())
@@ -370,7 +387,11 @@ class Firing(RowWrites):
 
     # --- endings ---------------------------------------------------------------------------
 
-    def on_done(self, key: ExecKey, outcome: Outcome) -> None:
+    def on_done(self, key: ExecKey | Staged, outcome: Outcome) -> None:
+        if type(key) is Staged:  # a relayed attempt: the core's key once it admitted it
+            key = self.relayed.outcome(key, outcome)
+            if key is None:
+                return
         if key not in self.running:
             return  # abandoned at its timeout already; this late result is ignored
         self.execute(self.core.on_complete(key, outcome.status, outcome.error, self.clock(),
@@ -445,7 +466,7 @@ class Firing(RowWrites):
         else:
             self.lost_recoveries.add(a.execution_id)  # someone else recovers it
 
-    def _trigger_done(self, occurrence_id: str, execution_id: int | None,
+    def trigger_done(self, occurrence_id: str, execution_id: int | None,
                       error: str | None) -> None:
         request = self.triggers.pop(occurrence_id, None)
         if request is not None:

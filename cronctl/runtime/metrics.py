@@ -161,7 +161,8 @@ class Metrics:
         if child is None:
             child = self._fire_of[job_id] = self._fires.labels(job_id)
         child.inc()
-        self._lateness.observe((self._clock() - run.fire.due).total_seconds())
+        at = run.started or self._clock()
+        self._lateness.observe((at - run.fire.due).total_seconds())
 
     def finished(self, run: Run, status: ExecutionStatus, error: str | None) -> None:
         self._ended(run.job.id, status)

@@ -128,7 +128,7 @@ class Notifications:
         self.handled(fire.job_id, fire.planned)
         late_after = run.job.late_after
         if late_after is not None and fire.origin is Origin.CRON:
-            at = self._clock()
+            at = run.started or self._clock()
             if at - fire.planned > late_after and self._wants(run.job, "late"):
                 self._put(("late", run.job, fire.planned, at))
 

@@ -62,6 +62,7 @@ class Run:
     handle: ExecutionHandle | None = None
     cancel_sent: bool = False
     token: int | None = None  # the fencing token the attempt was claimed with
+    started: datetime | None = None  # when its handler started (set by the runtime)
 
 
 def spawn_recorder(store: Store, submit: Callable[[Callable[[], object]], None],

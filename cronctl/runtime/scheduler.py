@@ -50,6 +50,7 @@ PAUSE_POLL_INTERVAL = 2.0
 KILL_GRACE_CAP = 15.0  # longest wait after cancelling at shutdown
 IO_DRAIN_MIN = 2.0  # the I/O thread's least time to drain at shutdown
 TICK_SLICE = 1000  # due entries per tick: a large burst starts its first fires sooner
+RELAY_YIELD = 0.05  # longest the completions wait while workers start staged fires
 
 
 def _recovered(rows: Sequence[ExecutionRecord]) -> list[RecoveredExecution]:
@@ -173,18 +174,7 @@ class Scheduler:
         log.info("ready node=%s jobs=%d database=%s", node, jobs,
                  self.config.database_display)
         if log.isEnabledFor(logging.DEBUG):
-            self._log_next_fires(now)
-
-    def _log_next_fires(self, now: datetime) -> None:
-        """``run -v``: each enabled job's next planned instant, once at start."""
-        from cronctl.core.timing import schedule_for
-
-        for job in self._jobs:
-            if job.enabled:
-                upcoming = schedule_for(job).next_after(now)
-                log.debug("scheduled job=%s next=%s", job.id,
-                          "never" if upcoming is None else upcoming.isoformat(),
-                          extra=ids(job.id))
+            startup.log_next_fires(self._jobs, now)
 
     def stop(self, timeout: float | None = None) -> None:
         """Graceful stop; ``timeout`` overrides ``shutdown_timeout``. Idempotent."""
@@ -277,6 +267,9 @@ class Scheduler:
             wake = None if self._stopping else self.core.wake_in(self.clock(), self.mono())
             if wake is not None:
                 wait = min(wait, wake)
+            if wait > 0 and self.firing.relayed.busy:  # workers start a burst's staged fires:
+                self.firing.relayed.drained(min(wait, RELAY_YIELD))  # the GIL is theirs
+                wait = 0.0
             try:
                 msg = self._inbox.get(timeout=max(wait, 0.0))
             except queue.Empty:
@@ -332,13 +325,15 @@ class Scheduler:
             elif kind == "waiters":
                 self.firing.landed()
             elif kind == "stop":
+                self.firing.relayed.close()  # (staged fires no worker started yet)
                 return -1.0 if msg[1] is None else float(msg[1])
             elif kind == "cancel":
                 self.firing.cancel(msg[1])
             elif kind == "trigger":
                 self._trigger(*msg[1:])
             elif kind == "reload":
-                self._reload(msg[1], msg[2])
+                if self.firing.relayed.settled_for(msg, self._inbox.put):
+                    self._reload(msg[1], msg[2])
             elif kind == "paused":
                 for job_id, paused in msg[1].items():
                     self.core.set_paused(job_id, paused)

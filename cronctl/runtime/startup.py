@@ -6,13 +6,17 @@ Kept apart from :mod:`cronctl.runtime.scheduler` (which calls these in order in
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from cronctl.core import JobState
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode
 from cronctl.runtime.liveness import Liveness
+from cronctl.runtime.logsetup import ids
 from cronctl.store.base import ExecutionRecord, NodeRecord, Store
+
+log = logging.getLogger("cronctl.runtime")
 
 
 def shared_states(store: Store) -> dict[str, JobState]:
@@ -65,3 +69,15 @@ def interrupted_ends(store: Store, liveness: Liveness, rows: Sequence[ExecutionR
 
 
 __all__ = ["interrupted_ends", "node_states", "recoverable", "shared_states"]
+
+
+def log_next_fires(jobs: Sequence[JobDefinition], now: datetime) -> None:
+    """``run -v``: each enabled job's next planned instant, once at start."""
+    from cronctl.core.timing import schedule_for
+
+    for job in jobs:
+        if job.enabled:
+            upcoming = schedule_for(job).next_after(now)
+            log.debug("scheduled job=%s next=%s", job.id,
+                      "never" if upcoming is None else upcoming.isoformat(),
+                      extra=ids(job.id))

@@ -1,0 +1,232 @@
+"""The runtime's side of the relay (:mod:`cronctl.dispatch.relay`): which fires waiting
+for a slot are staged, and binding the core's later decision to an attempt a worker
+already started.
+
+The relay mirrors the core's slot queue: it is open only while every attempt in that
+queue is staged, in the same order (``core.slot_waiting`` equals what is staged and not
+yet admitted). An attempt that cannot be staged (tracked: its row is written before it
+starts; a serial group's; a retry or a recovered attempt; a command; an ``async def``
+handler; a job whose ``misfire_threshold`` is shorter than :data:`MIN_THRESHOLD`) closes
+it: what is staged and not started is taken back and starts the ordinary way. It opens
+again once the core's queue is empty.
+
+When the core admits a staged attempt (its :class:`Fire` comes), the runtime either
+adopts the running attempt (a worker started it: record it as started then), or takes it
+back from the relay and dispatches it itself.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from cronctl.core import Action, Decision, Enqueue, Fire, WaitReason
+from cronctl.dispatch.base import DispatchRequest
+from cronctl.dispatch.relay import Relay, Staged
+from cronctl.jobs.model import JobDefinition
+from cronctl.runtime.logsetup import ids
+from cronctl.runtime.records import Run
+
+if TYPE_CHECKING:
+    from cronctl.runtime.firing import Firing
+
+log = logging.getLogger("cronctl.runtime")
+# A staged attempt is not taken by a worker later than this before the core could expire
+# it for waiting longer than its misfire_threshold (the core hears of the start later).
+MARGIN = timedelta(seconds=2)
+MIN_THRESHOLD = timedelta(seconds=5)
+CHUNK = 64  # staged fires handed to the workers at a time
+
+
+def _posted(post: Callable[[tuple[object, ...]], None], staged: Staged, outcome: Any) -> None:
+    post(("done", staged, outcome))
+
+
+class RelayedFires:
+    def __init__(self, firing: Firing) -> None:
+        self.firing = firing
+        dispatcher: Any = firing.dispatcher
+        relay = getattr(dispatcher, "relay", None)
+        self._stage: Callable[..., bool] | None = getattr(dispatcher, "stage", None)
+        self.relay: Relay | None = relay if isinstance(relay, Relay) else None
+        if self.relay is None:
+            self._stage = None
+        else:
+            self.relay.mono = firing.mono
+        self.enabled = self._stage is not None
+        self.open = self.enabled
+        self.pending: dict[str, Staged] = {}  # staged, not admitted by the core yet
+        self._deferred: set[int] = set()  # messages put back once (see settled_for)
+        # Waiting in this wake, not staged yet: (staged, its Enqueue, its job).
+        self._candidates: list[tuple[Staged, Enqueue, JobDefinition]] = []
+
+    # --- staging (scheduler thread) --------------------------------------------------------
+
+    def want(self, a: Enqueue, job: JobDefinition | None) -> None:
+        """``a`` waits for a slot (and is in the core's slot queue): staged after this
+        wake's fires started (:meth:`settle`)."""
+        if not self.open:
+            return
+        if a.reason is not WaitReason.SLOT:
+            return  # (not in the slot queue yet: a serial group's waiter joins it later,
+            # which settle() notices)
+        occurrence = a.occurrence_id
+        if (occurrence is None or job is None or not self._stageable(job)
+                or occurrence in self.pending):
+            self.close()
+            return
+        staged = Staged(occurrence, self.firing.mono()
+                        + (job.misfire_threshold - MARGIN).total_seconds())
+        self.pending[occurrence] = staged
+        self._candidates.append((staged, a, job))
+
+    def _push(self, most: int) -> None:
+        """Stage (up to ``most`` of) this wake's candidates, handing them to the workers in
+        chunks (the first fires run while the rest are built)."""
+        f, stage, relay = self.firing, self._stage, self.relay
+        assert stage is not None and relay is not None
+        candidates = self._candidates[:most]
+        del self._candidates[:most]
+        post, chunk = f.post, list[Staged]()
+        for staged, a, job in candidates:
+            request = DispatchRequest(job, staged.occurrence_id, a.planned, 1, a.origin)
+            if not stage(request, f.sink_of(job), partial(_posted, post, staged), staged):
+                relay.push(chunk)
+                self.close()  # (this one and those behind it start the ordinary way)
+                return
+            chunk.append(staged)
+            if len(chunk) >= CHUNK:
+                relay.push(chunk)
+                chunk = []
+        relay.push(chunk)
+
+    @staticmethod
+    def _stageable(job: JobDefinition) -> bool:
+        from cronctl.runtime.firing import is_tracked
+
+        return (job.serial_group is None and not is_tracked(job)
+                and job.misfire_threshold >= MIN_THRESHOLD)
+
+    def settle(self, fires: list[Fire], *, first: bool = False) -> None:
+        """Before the wake's fires start (``first``: a first chunk, for the workers those
+        fires free) and after (the rest): stage what this wake queued if the relay still
+        mirrors the core's queue (``fires``: admitted, not bound yet)."""
+        if not self.enabled:
+            return
+        if self.firing.stopping:  # nothing starts any more (SPEC section 3)
+            if self.open or self._candidates:
+                self.close()
+            return
+        pending = self.pending
+        soon = sum(1 for a in fires if a.occurrence_id in pending) if pending else 0
+        waiting = self.firing.core.slot_waiting
+        if self.open and waiting == len(pending) - soon:
+            if self._candidates:
+                self._push(CHUNK if first else len(self._candidates))
+            return
+        if self.open:
+            self.close()
+        elif waiting == 0 and not soon and not self._candidates:
+            if pending:  # started, and the core dropped them (they ran all the same)
+                log.debug("relay: %d started attempts the core never admitted", len(pending))
+                pending.clear()
+            self.open = True
+
+    def close(self) -> None:
+        """Take back what no worker started; stage nothing until the core's queue is
+        empty."""
+        self.open = False
+        self._candidates = []
+        if self.relay is not None:
+            self.relay.revoke()
+        if self.pending:  # what is left: started, waiting for the core to admit them
+            self.pending = {k: s for k, s in self.pending.items() if s.started is not None}
+
+    def settled_for(self, msg: tuple[Any, ...], put: Callable[[tuple[Any, ...]], None]
+                    ) -> bool:
+        """Before a reload changes the core's slot queue: staged fires are taken back. While
+        fires a worker started wait for the core to admit them (the completions that let
+        them start are still in the inbox), ``msg`` goes back to the inbox, once."""
+        self.close()
+        if id(msg) in self._deferred:
+            self._deferred.discard(id(msg))
+            return True
+        if not any(s.started is not None for s in self.pending.values()):
+            return True
+        self._deferred.add(id(msg))
+        put(msg)
+        return False
+
+    @property
+    def busy(self) -> bool:
+        """Fires are staged and workers are running attempts (which take them next)."""
+        relay = self.relay
+        return relay is not None and relay.running > 0 and len(relay) > 0
+
+    def drained(self, timeout: float) -> None:
+        """Wait until the workers took every staged fire (at most ``timeout`` s)."""
+        if self.relay is not None:
+            self.relay.drained.wait(timeout)
+
+    # --- the core's decisions (scheduler thread) -------------------------------------------
+
+    def admitted(self, a: Fire) -> Staged | None:
+        """The core admitted ``a``: its staged attempt if a worker started it (adopt it);
+        None to dispatch it the ordinary way (taken back from the relay if staged)."""
+        s = self.pending.pop(a.occurrence_id, None)
+        if s is None:
+            return None
+        if s.started is not None:
+            return s
+        assert self.relay is not None
+        return None if self.relay.claim(s) else s
+
+    def adopt_started(self, fires: list[Fire]) -> tuple[list[Fire], list[Action]]:
+        """Of the fires the core admitted: (those to dispatch, the follow-up actions of those
+        a worker started, which are recorded as running)."""
+        rest: list[Fire] = []
+        follow: list[Action] = []
+        for a in fires:
+            staged = self.admitted(a)
+            if staged is None:
+                rest.append(a)
+                continue
+            done = self.adopt(a, staged)
+            if done is not None:
+                follow.extend(done.actions)
+        return rest, follow
+
+    def adopt(self, a: Fire, s: Staged) -> Decision | None:
+        """Record ``a`` as running since a worker started it; its outcome, if it came
+        already, is handed to the core now."""
+        f = self.firing
+        execution = s.run[0]
+        job: JobDefinition = execution.request.job
+        started: datetime = s.started  # type: ignore[assignment]
+        run = Run(a, job, None, handle=s.handle, started=started)
+        f.running[a.key] = run
+        s.key = a.key
+        f.fired += 1
+        f.lateness.append((started - a.due).total_seconds())
+        f.watch.started(run)
+        if f.triggers:
+            f.trigger_done(a.occurrence_id, None, None)
+        f.wakelog.fired(job.id, None, a.planned, a.attempt, a.origin)
+        outcome = s.outcome
+        if outcome is None:
+            return None
+        log.debug("relayed job=%s ended before it was admitted", job.id, extra=ids(job.id))
+        return f.core.on_complete(a.key, outcome.status, outcome.error, f.clock(),
+                                  mono=f.mono())
+
+    def outcome(self, s: Staged, outcome: Any) -> Any:
+        """A relayed attempt ended: the core's key, or None (kept until it is admitted,
+        or dropped: the core never admitted it)."""
+        if s.key is not None:
+            return s.key
+        if self.pending.get(s.occurrence_id) is s:
+            s.outcome = outcome
+        return None
