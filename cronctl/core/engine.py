@@ -167,6 +167,36 @@ class SchedulerCore(Recovery):
                 self._on_timeout(obj, now, out)
         return self._decision(out)
 
+    def tick_ahead(self, at: datetime, *, mono: float | None = None,
+                   budget: int | None = None) -> Decision:
+        """Decide the planned instants due by ``at`` (a moment from now) ahead of time, as
+        :meth:`tick` at ``at`` would: a :class:`Fire` carries its ``due`` and the driver
+        holds it until then (a large burst's fires are ready when it comes). Timers
+        (retries, deadlines) are left to :meth:`tick`."""
+        self._check_skew(at)
+        self._at(at, mono)
+        out: list[Action] = []
+        heap = self._heap
+        left = -1 if budget is None else max(budget, 1)
+        while left and heap and heap[0][0] <= at:
+            left -= 1
+            due, _, _kind, job_id, gen, obj = heapq.heappop(heap)
+            assert isinstance(obj, datetime)
+            self._on_planned(job_id, gen, obj, due, at, out)
+        return self._decision(out)
+
+    def next_planned(self) -> datetime | None:
+        """When the next planned instant is due (timers aside)."""
+        return self._heap[0][0] if self._heap else None
+
+    def crowded(self, at: datetime, more_than: int) -> bool:
+        """Are more than ``more_than`` planned instants due at ``at`` (a burst that will
+        queue for slots)? O(jobs): ask once per instant."""
+        if len(self._heap) <= more_than:
+            return False
+        first = heapq.nsmallest(more_than + 1, self._heap)
+        return first[-1][0] <= at
+
     def on_complete(
         self, key: ExecKey, status: ExecutionStatus, error: str | None, now: datetime,
         *, mono: float | None = None,

@@ -32,11 +32,13 @@ from typing import Any
 class Staged:
     """One staged fire: what a worker needs to run it, and what the runtime learns."""
 
-    __slots__ = ("occurrence_id", "run", "handle", "deadline", "started", "key", "outcome",
-                 "revoked")
+    __slots__ = ("occurrence_id", "run", "handle", "deadline", "not_before", "started", "key",
+                 "outcome", "revoked")
 
-    def __init__(self, occurrence_id: str, deadline: float) -> None:
+    def __init__(self, occurrence_id: str, deadline: float,
+                 not_before: datetime | None = None) -> None:
         self.occurrence_id = occurrence_id
+        self.not_before = not_before  # decided ahead of its instant: not taken before it
         self.run: tuple[Any, ...] = ()  # what the dispatcher runs it with (its stage())
         self.handle: Any = None  # the attempt's ExecutionHandle
         self.deadline = deadline  # monotonic: not taken after this (the core may expire it)
@@ -82,12 +84,14 @@ class Relay:
         marked started; None when nothing is staged (or the head is too old to take)."""
         if not self._queue:
             return None
-        now = self.mono()
+        now, wall = self.mono(), self.wall()
         with self._lock:
             queue = self._queue
             if not queue:
                 return None
             head = queue[0]
+            if head.not_before is not None and wall < head.not_before:
+                return None  # (the core starts it at its instant, or this worker's next)
             if now >= head.deadline:  # the core decides it: stop relaying
                 for s in queue:
                     s.revoked = True
@@ -95,7 +99,7 @@ class Relay:
                 self.drained.set()
                 return None
             queue.popleft()
-            head.started = self.wall()
+            head.started = wall
             if not queue:
                 self.drained.set()
             return head

@@ -42,6 +42,7 @@ from cronctl.jobs.model import ExecutionStatus, JobDefinition
 from cronctl.runtime import records
 from cronctl.runtime.ahead import RetryRows
 from cronctl.runtime.batches import FinalBatch
+from cronctl.runtime.early import EarlyFires
 from cronctl.runtime.handled import SCHEDULED, Handled
 from cronctl.runtime.health import DatabaseHealth
 from cronctl.runtime.io import IoWorker
@@ -111,6 +112,7 @@ class Firing(RowWrites):
                                   unavailable=self._health_failed,
                                   post=lambda: post(("waiters",)))
         self.held: list[Fire] = []  # fires whose rows the I/O thread is writing
+        self.early = EarlyFires()  # admitted ahead of their instant (Scheduler._ahead)
         self.relayed = RelayedFires(self)  # waiting fires the workers start (relaying.py)
         if self.relayed.relay is not None:
             self.relayed.relay.wall = clock
@@ -138,14 +140,18 @@ class Firing(RowWrites):
 
     def flush_fires(self) -> None:
         relayed = self.relayed
-        relayed.settle(self._fires, first=True)  # for the workers these fires free
+        relayed.settle(self._fires + self.early.fires, first=True)  # (workers they free)
         while self._fires:
             fires, self._fires = self._fires, []
+            if not self.stopping:  # (decided ahead of their instant: held until it)
+                fires = self.early.hold(fires, self.clock())
+                if not fires:
+                    continue
             if relayed.pending:  # those a worker started already are recorded as running
                 fires, follow = relayed.adopt_started(fires)
                 self._run(follow)
             self._run(self._hold_back(fires) if self.stopping else self._fire_all(fires))
-        relayed.settle(self._fires)
+        relayed.settle(self.early.fires)
         down = self.stopping or (self.health is not None and self.health.down)
         if self.waiters.wanted and not down:
             self.waiters.write(self.clock())  # after this wake's fires are dispatched
@@ -170,6 +176,14 @@ class Firing(RowWrites):
             self.held = []
         if not self._batching:
             self.flush_fires()
+
+    def release_early(self, now: datetime) -> None:
+        """Start the fires held for their instant that has come (all of them: stopping)."""
+        due = self.early.due(None if self.stopping else now)
+        if due:
+            self._fires.extend(due)
+            if not self._batching:
+                self.flush_fires()
 
     def sink_of(self, job: JobDefinition) -> LogSink:
         """An untracked fire's log sink (it holds nothing but the job id: one per job)."""

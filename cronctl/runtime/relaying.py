@@ -60,6 +60,7 @@ class RelayedFires:
         self.open = self.enabled
         self.pending: dict[str, Staged] = {}  # staged, not admitted by the core yet
         self._deferred: set[int] = set()  # messages put back once (see settled_for)
+        self.not_before: datetime | None = None  # set while a decision made ahead runs
         # Waiting in this wake, not staged yet: (staged, its Enqueue, its job).
         self._candidates: list[tuple[Staged, Enqueue, JobDefinition]] = []
 
@@ -79,7 +80,7 @@ class RelayedFires:
             self.close()
             return
         staged = Staged(occurrence, self.firing.mono()
-                        + (job.misfire_threshold - MARGIN).total_seconds())
+                        + (job.misfire_threshold - MARGIN).total_seconds(), self.not_before)
         self.pending[occurrence] = staged
         self._candidates.append((staged, a, job))
 

@@ -38,6 +38,7 @@ from cronctl.runtime.health import DatabaseHealth
 from cronctl.runtime.io import IoWorker
 from cronctl.runtime.liveness import Liveness
 from cronctl.runtime.logsetup import ids
+from cronctl.runtime.lookahead import Lookahead
 from cronctl.runtime.notify import Notifier, SystemdNotifier
 from cronctl.runtime.pruning import Pruner
 from cronctl.runtime.records import first_line
@@ -115,6 +116,7 @@ class Scheduler:
             unavailable=self.health.failed, down=lambda: self.health.down)
         self._host = socket.gethostname()
         self._identity = processes.identity(os.getpid())
+        self.ahead = Lookahead(self.core, self.firing, config.max_concurrent_jobs, TICK_SLICE)
         self.watch = self.firing.watch = watch_for(self)  # metrics (section 7); or no-ops
         self._thread = threading.Thread(target=self._loop, name="cronctl-scheduler",
                                         daemon=True)
@@ -264,7 +266,7 @@ class Scheduler:
                     for run in list(self.firing.running.values()):
                         self.firing.cancel_run(run)
             wait = min(next_poll, next_wd, deadline, hard) - time.monotonic()
-            wake = None if self._stopping else self.core.wake_in(self.clock(), self.mono())
+            wake = None if self._stopping else self.ahead.wake_in(self.clock(), self.mono())
             if wake is not None:
                 wait = min(wait, wake)
             if wait > 0 and self.firing.relayed.busy:  # workers start a burst's staged fires:
@@ -287,6 +289,7 @@ class Scheduler:
             stop = self._handle(msg)
             if stop is not None:
                 self._stopping = self.firing.stopping = True
+                self.firing.release_early(self.clock())  # (given back: nothing starts)
                 self.notifier.notify("STOPPING=1\nSTATUS=stopping")
                 grace = stop if stop >= 0 else self.config.shutdown_timeout.total_seconds()
                 deadline = time.monotonic() + grace
@@ -298,8 +301,10 @@ class Scheduler:
                 return deadline
 
     def _tick(self) -> None:
+        now, mono = self.clock(), self.mono()
+        self.firing.release_early(now)
         try:
-            decision = self.core.tick(self.clock(), mono=self.mono(), budget=TICK_SLICE)
+            decision = self.core.tick(now, mono=mono, budget=TICK_SLICE)
         except ClockSkewError as exc:
             if not self._skew_logged:
                 self._skew_logged = True
@@ -314,6 +319,8 @@ class Scheduler:
                 log.debug("wake: %d actions; next wake %s", len(decision.actions),
                           decision.next_wake.isoformat() if decision.next_wake else "none")
             self.firing.execute(decision)
+        if not self._stopping:
+            self.ahead.decide(now, mono)
 
     def _handle(self, msg: tuple[Any, ...]) -> float | None:
         """One inbox message; returns the grace (seconds, -1 for the default) on stop."""

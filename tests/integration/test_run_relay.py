@@ -100,6 +100,9 @@ def test_a_burst_runs_each_fire_once_within_the_slots_through_the_relay(
     assert _most <= 4
     assert stats["fired"] == 300 and stats["running"] == 0 and stats["waiting"] == 0
     assert len(taken) > 100, "the workers started almost nothing from the relay"
+    # Decided ahead of the instant (a crowded one), started no sooner than it.
+    assert all(s.not_before == at for s in taken)
+    assert min(t for _job, _p, t in _seen) >= at.timestamp()
     # The core's order is the jobs' order (one instant): the workers took them in it.
     order = [s.run[0].request.job.id for s in taken]
     assert order == sorted(order)
@@ -159,6 +162,25 @@ def test_a_reload_that_removes_waiting_jobs_while_they_are_staged(tmp_path: Path
     assert set(ran) >= {f"j{i:03d}" for i in range(5)}
     assert len(ran) < 40  # the removed jobs' waiting fires did not all run
     assert stats["running"] == 0 and stats["waiting"] == 0
+
+
+def test_a_stop_just_before_a_crowded_instant_starts_none_of_its_fires(
+        tmp_path: Path) -> None:
+    _reset()
+    at = _instant()
+    jobs = [JobDefinition(id=f"j{i:03d}", target=PythonTarget(__name__, "probe"),
+                          cron=_cron(at), max_attempts=1, tracked=False) for i in range(50)]
+    sched, dispatcher = _scheduler(tmp_path, jobs, 3)
+    sched.start()
+    try:
+        while datetime.now(UTC) < at - timedelta(seconds=0.1):
+            time.sleep(0.01)
+        assert len(dispatcher.relay) > 0 or sched.firing.early  # decided ahead
+    finally:
+        sched.stop()
+    time.sleep(max(at.timestamp() - time.time(), 0) + 0.2)
+    assert _seen == []
+    assert sched.stats()["fired"] == 0
 
 
 def sleepy(ctx: Any) -> None:
