@@ -189,13 +189,13 @@ class SchedulerCore(Recovery):
         """When the next planned instant is due (timers aside)."""
         return self._heap[0][0] if self._heap else None
 
-    def crowded(self, at: datetime, more_than: int) -> bool:
-        """Are more than ``more_than`` planned instants due at ``at`` (a burst that will
-        queue for slots)? O(jobs): ask once per instant."""
-        if len(self._heap) <= more_than:
-            return False
-        first = heapq.nsmallest(more_than + 1, self._heap)
-        return first[-1][0] <= at
+    def crowded(self, at: datetime, more_than: int) -> int:
+        """How many planned instants are due by ``at`` if more than ``more_than`` (a burst
+        that will queue for slots), else 0. O(jobs): ask once per instant."""
+        heap = self._heap
+        if len(heap) <= more_than or heapq.nsmallest(more_than + 1, heap)[-1][0] > at:
+            return 0
+        return sum(1 for entry in heap if entry[0] <= at)
 
     def on_complete(
         self, key: ExecKey, status: ExecutionStatus, error: str | None, now: datetime,

@@ -1,7 +1,7 @@
 """Deciding a crowded instant a moment before it comes.
 
 When more planned fires are due at the next instant than there are slots, the scheduler
-thread decides them :data:`AHEAD` seconds early (``SchedulerCore.tick_ahead``): the fires
+thread decides them :data:`AHEAD` seconds early (more for a larger burst) (``SchedulerCore.tick_ahead``): the fires
 the core admits at once are held until the instant (:mod:`cronctl.runtime.early`), the
 ones that wait for a slot are staged for the relay (:mod:`cronctl.runtime.relaying`,
 not taken before the instant). At the instant only the hand-off is left: the decisions
@@ -16,7 +16,9 @@ from datetime import datetime
 from cronctl.core import SchedulerCore
 from cronctl.runtime.firing import Firing
 
-AHEAD = 0.25  # seconds before a crowded instant its fires are decided (and staged)
+AHEAD = 0.25  # seconds before a crowded instant its fires are decided (and staged) ...
+PER_FIRE = 40e-6  # ... or more: this much per fire due (deciding and staging ~25 us here)
+MOST_AHEAD = 2.0
 
 
 class Lookahead:
@@ -26,7 +28,7 @@ class Lookahead:
         self.slots = slots
         self.slice = slice_
         self._asked: datetime | None = None  # the instant ``_crowded`` was asked for
-        self._crowded = False
+        self._lead = 0.0  # how long before ``_asked`` its fires are decided (0: not crowded)
 
     def next_crowded(self, now: datetime) -> datetime | None:
         """The next planned instant if more fires are due at it than slots (a burst the
@@ -38,8 +40,9 @@ class Lookahead:
             return None
         if at != self._asked:
             self._asked = at
-            self._crowded = self.core.crowded(at, self.slots)
-        return at if self._crowded else None
+            due = self.core.crowded(at, self.slots)
+            self._lead = min(max(AHEAD, due * PER_FIRE), MOST_AHEAD) if due else 0.0
+        return at if self._lead else None
 
     def wake_in(self, now: datetime, mono: float) -> float | None:
         """Seconds to the next thing to do: an entry due, a held fire's instant, or the
@@ -50,7 +53,7 @@ class Lookahead:
             wake = early if wake is None else min(wake, early)
         at = self.next_crowded(now)
         if at is not None and wake is not None:
-            wake = min(wake, max((at - now).total_seconds() - AHEAD, 0.0))
+            wake = min(wake, max((at - now).total_seconds() - self._lead, 0.0))
         return wake
 
     def decide(self, now: datetime, mono: float) -> None:
@@ -59,7 +62,7 @@ class Lookahead:
         if at is None:
             return
         lead = (at - now).total_seconds()
-        if lead > AHEAD:
+        if lead > self._lead:
             return
         decision = self.core.tick_ahead(at, mono=mono + lead, budget=self.slice)
         relayed = self.firing.relayed

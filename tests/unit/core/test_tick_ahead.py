@@ -20,9 +20,9 @@ def _core(n: int, slots: int, **kw: object) -> SchedulerCore:
 def test_crowded_counts_the_fires_due_at_the_instant() -> None:
     core = _core(5, 2)
     assert core.next_planned() == at(10)
-    assert core.crowded(at(10), 2) and core.crowded(at(10), 4)
-    assert not core.crowded(at(10), 5)
-    assert not core.crowded(at(9.5), 2)  # none due by then
+    assert core.crowded(at(10), 2) == 5 and core.crowded(at(10), 4) == 5
+    assert core.crowded(at(10), 5) == 0
+    assert core.crowded(at(9.5), 2) == 0  # none due by then
 
 
 def test_tick_ahead_decides_as_tick_at_the_instant_would() -> None:
