@@ -33,7 +33,7 @@ class Staged:
     """One staged fire: what a worker needs to run it, and what the runtime learns."""
 
     __slots__ = ("occurrence_id", "run", "handle", "deadline", "not_before", "started", "key",
-                 "outcome", "revoked")
+                 "outcome", "revoked", "ready")
 
     def __init__(self, occurrence_id: str, deadline: float,
                  not_before: datetime | None = None) -> None:
@@ -46,6 +46,7 @@ class Staged:
         self.key: Any = None  # the core's key, once the runtime bound the fire to it
         self.outcome: Any = None  # an outcome that came before the binding
         self.revoked = False
+        self.ready = True  # False until ``run`` is set (a tracked fire: once its row is)
 
 
 class Relay:
@@ -72,6 +73,12 @@ class Relay:
     def __len__(self) -> int:
         return len(self._queue)
 
+    @property
+    def takeable(self) -> bool:
+        """Something is staged and its head is ready (instants aside)."""
+        queue = self._queue
+        return bool(queue) and queue[0].ready
+
     def push(self, staged: list[Staged]) -> None:
         if not staged:
             return
@@ -90,7 +97,7 @@ class Relay:
             if not queue:
                 return None
             head = queue[0]
-            if head.not_before is not None and wall < head.not_before:
+            if not head.ready or (head.not_before is not None and wall < head.not_before):
                 return None  # (the core starts it at its instant, or this worker's next)
             if now >= head.deadline:  # the core decides it: stop relaying
                 for s in queue:

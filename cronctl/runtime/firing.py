@@ -170,8 +170,11 @@ class Firing(RowWrites):
         self.waiters.discard_all()
 
     def landed(self) -> None:
-        """A batch of waiters' rows was written: the fires held for it go on."""
-        if self.waiters.land() and self.held:
+        """A batch of waiters' rows was written: the fires held for it go on (and those
+        staged for the relay get their context)."""
+        landed = self.waiters.land()
+        self.relayed.landed()
+        if landed and self.held:
             self._fires.extend(self.held)
             self.held = []
         if not self._batching:
@@ -486,16 +489,3 @@ class Firing(RowWrites):
         if request is not None:
             self.io.submit(lambda: self.store.complete_trigger(
                 request, execution_id=execution_id, error=error))
-
-    def _store_failed(self, job: JobDefinition, exc: Exception) -> None:
-        if not self._store_down:
-            self._store_down = True
-            log.error("store error; tracked fires are skipped until it works again: %s",
-                      first_line(exc), extra=ids(job.id))
-        else:
-            log.debug("store still failing job=%s: %s", job.id, first_line(exc))
-
-    def _store_ok(self) -> None:
-        if self._store_down:
-            self._store_down = False
-            log.info("store works again")

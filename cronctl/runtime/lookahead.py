@@ -1,12 +1,12 @@
 """Deciding a crowded instant a moment before it comes.
 
 When more planned fires are due at the next instant than there are slots, the scheduler
-thread decides them :data:`AHEAD` seconds early (more for a larger burst) (``SchedulerCore.tick_ahead``): the fires
-the core admits at once are held until the instant (:mod:`cronctl.runtime.early`), the
-ones that wait for a slot are staged for the relay (:mod:`cronctl.runtime.relaying`,
-not taken before the instant). At the instant only the hand-off is left: the decisions
-and the handlers' contexts of a 1,000-job second cost the scheduler thread ~20 ms, which
-every fire's start used to wait behind.
+thread decides them :data:`AHEAD` seconds early, more for a larger burst
+(``SchedulerCore.tick_ahead``): the fires the core admits at once are held until the
+instant (:mod:`cronctl.runtime.early`), the ones that wait for a slot are staged for the
+relay (:mod:`cronctl.runtime.relaying`, not taken before the instant). At the instant
+only the hand-off is left: the decisions and the handlers' contexts of a 1,000-job
+second cost the scheduler thread ~20 ms, which every fire's start used to wait behind.
 """
 
 from __future__ import annotations

@@ -4,11 +4,14 @@ already started.
 
 The relay mirrors the core's slot queue: it is open only while every attempt in that
 queue is staged, in the same order (``core.slot_waiting`` equals what is staged and not
-yet admitted). An attempt that cannot be staged (tracked: its row is written before it
-starts; a serial group's; a retry or a recovered attempt; a command; an ``async def``
-handler; a job whose ``misfire_threshold`` is shorter than :data:`MIN_THRESHOLD`) closes
-it: what is staged and not started is taken back and starts the ordinary way. It opens
-again once the core's queue is empty.
+yet admitted). A tracked attempt is staged with its place in the queue and becomes
+takeable once its ``pending`` row is written (:mod:`cronctl.runtime.waiters`): no handler
+starts before its row is committed. An attempt that cannot be staged (a single_instance
+or serial group job's: their guard locks are taken with the row at the start; a retry
+or a recovered attempt; a command; an ``async def`` handler; a job whose
+``misfire_threshold`` is shorter than :data:`MIN_THRESHOLD`) closes it: what is staged
+and not started is taken back and starts the ordinary way. It opens again once the
+core's queue is empty.
 
 When the core admits a staged attempt (its :class:`Fire` comes), the runtime either
 adopts the running attempt (a worker started it: record it as started then), or takes it
@@ -24,11 +27,14 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from cronctl.core import Action, Decision, Enqueue, Fire, WaitReason
+from cronctl.core import needs_store as is_tracked
 from cronctl.dispatch.base import DispatchRequest
 from cronctl.dispatch.relay import Relay, Staged
 from cronctl.jobs.model import JobDefinition
+from cronctl.runtime.handled import SCHEDULED
 from cronctl.runtime.logsetup import ids
-from cronctl.runtime.records import Run
+from cronctl.runtime.records import Run, locks_for
+from cronctl.runtime.waiters import IN_FLIGHT
 
 if TYPE_CHECKING:
     from cronctl.runtime.firing import Firing
@@ -63,6 +69,8 @@ class RelayedFires:
         self.not_before: datetime | None = None  # set while a decision made ahead runs
         # Waiting in this wake, not staged yet: (staged, its Enqueue, its job).
         self._candidates: list[tuple[Staged, Enqueue, JobDefinition]] = []
+        # Tracked fires staged in order, their context built once their row is written.
+        self._unready: dict[str, tuple[Staged, Enqueue, JobDefinition]] = {}
 
     # --- staging (scheduler thread) --------------------------------------------------------
 
@@ -81,6 +89,7 @@ class RelayedFires:
             return
         staged = Staged(occurrence, self.firing.mono()
                         + (job.misfire_threshold - MARGIN).total_seconds(), self.not_before)
+        staged.ready = not is_tracked(job)  # (a tracked one: once its row is written)
         self.pending[occurrence] = staged
         self._candidates.append((staged, a, job))
 
@@ -93,8 +102,10 @@ class RelayedFires:
         del self._candidates[:most]
         post, chunk = f.post, list[Staged]()
         for staged, a, job in candidates:
-            request = DispatchRequest(job, staged.occurrence_id, a.planned, 1, a.origin)
-            if not stage(request, f.sink_of(job), partial(_posted, post, staged), staged):
+            if not staged.ready:  # its place in the queue now, its context with its row
+                self._unready[staged.occurrence_id] = (staged, a, job)
+            elif not stage(DispatchRequest(job, staged.occurrence_id, a.planned, 1, a.origin),
+                           f.sink_of(job), partial(_posted, post, staged), staged):
                 relay.push(chunk)
                 self.close()  # (this one and those behind it start the ordinary way)
                 return
@@ -104,12 +115,39 @@ class RelayedFires:
                 chunk = []
         relay.push(chunk)
 
-    @staticmethod
-    def _stageable(job: JobDefinition) -> bool:
-        from cronctl.runtime.firing import is_tracked
+    def landed(self) -> None:
+        """Waiters' rows were written: stage the tracked fires they belong to (the row is
+        committed before the handler can start; it becomes ``running`` with the next
+        final statuses, as for any waiter: see waiters.py)."""
+        if not self._unready:
+            return
+        f, stage = self.firing, self._stage
+        assert stage is not None
+        if f.health is not None and f.health.down:
+            self.close()
+            return
+        for occurrence, (staged, a, job) in list(self._unready.items()):
+            if staged.revoked:
+                del self._unready[occurrence]
+                continue
+            row = f.waiters.row(a.job_id, occurrence)
+            if row == IN_FLIGHT:
+                continue
+            del self._unready[occurrence]
+            request = DispatchRequest(job, occurrence, a.planned, 1, a.origin, row)
+            if row is None or not stage(request, f.flusher.sink_for(row),
+                                        partial(_posted, f.post, staged), staged):
+                self.close()  # (it and those behind it start the ordinary way)
+                return
+            staged.ready = True
 
-        return (job.serial_group is None and not is_tracked(job)
-                and job.misfire_threshold >= MIN_THRESHOLD)
+    def _stageable(self, job: JobDefinition) -> bool:
+        if job.serial_group is not None or job.misfire_threshold < MIN_THRESHOLD:
+            return False
+        if not is_tracked(job):
+            return True
+        f = self.firing  # a tracked waiter: if its row is written ahead (waiters.py)
+        return f.store.persistent and f.waiters.enabled and not locks_for(job)
 
     def settle(self, fires: list[Fire], *, first: bool = False) -> None:
         """Before the wake's fires start (``first``: a first chunk, for the workers those
@@ -141,6 +179,7 @@ class RelayedFires:
         empty."""
         self.open = False
         self._candidates = []
+        self._unready.clear()
         if self.relay is not None:
             self.relay.revoke()
         if self.pending:  # what is left: started, waiting for the core to admit them
@@ -165,7 +204,7 @@ class RelayedFires:
     def busy(self) -> bool:
         """Fires are staged and workers are running attempts (which take them next)."""
         relay = self.relay
-        return relay is not None and relay.running > 0 and len(relay) > 0
+        return relay is not None and relay.running > 0 and relay.takeable
 
     def drained(self, timeout: float) -> None:
         """Wait until the workers took every staged fire (at most ``timeout`` s)."""
@@ -207,15 +246,21 @@ class RelayedFires:
         execution = s.run[0]
         job: JobDefinition = execution.request.job
         started: datetime = s.started  # type: ignore[assignment]
-        run = Run(a, job, None, handle=s.handle, started=started)
+        eid: int | None = execution.request.execution_id
+        if eid is not None:  # tracked: its row was written while it waited
+            f.waiters.take(a)
+            f.finals.started(eid, started)
+            if a.origin in SCHEDULED:
+                f.handled.cursor(job.id, a.planned)
+        run = Run(a, job, eid, handle=s.handle, started=started)
         f.running[a.key] = run
         s.key = a.key
         f.fired += 1
         f.lateness.append((started - a.due).total_seconds())
         f.watch.started(run)
         if f.triggers:
-            f.trigger_done(a.occurrence_id, None, None)
-        f.wakelog.fired(job.id, None, a.planned, a.attempt, a.origin)
+            f.trigger_done(a.occurrence_id, eid, None)
+        f.wakelog.fired(job.id, eid, a.planned, a.attempt, a.origin)
         outcome = s.outcome
         if outcome is None:
             return None

@@ -39,8 +39,7 @@ class RowWrites:
         def _blocked(self, r: Ready, key: str, now: datetime) -> Decision: ...
         def _unavailable(self, exc: StoreUnavailable, fires: list[Fire], now: datetime
                          ) -> Decision: ...
-        def _store_failed(self, job: JobDefinition, exc: Exception) -> None: ...
-        def _store_ok(self) -> None: ...
+        _store_down: bool
 
     def _record(self, ready: list[Ready], tracked: list[Ready], now: datetime,
                 follow: list[Action]) -> list[Ready]:
@@ -148,3 +147,16 @@ class RowWrites:
                 lost.add(id(r))
                 follow.extend(self._release(a, now, "another node runs this attempt").actions)
         return follow
+
+    def _store_failed(self, job: JobDefinition, exc: Exception) -> None:
+        if not self._store_down:
+            self._store_down = True
+            log.error("store error; tracked fires are skipped until it works again: %s",
+                      first_line(exc), extra=ids(job.id))
+        else:
+            log.debug("store still failing job=%s: %s", job.id, first_line(exc))
+
+    def _store_ok(self) -> None:
+        if self._store_down:
+            self._store_down = False
+            log.info("store works again")

@@ -159,6 +159,15 @@ class WaiterRows:
         self._unindex(key)
         return None if got is None else got[0]
 
+    def row(self, job_id: str, occurrence_id: str) -> int | None:
+        """The row written for a waiter; :data:`IN_FLIGHT` while it is to be written or
+        being written; None when it has none (its fire writes it when it starts)."""
+        key = (job_id, occurrence_id)
+        got = self._rows.get(key)
+        if got is not None:
+            return got[0]
+        return IN_FLIGHT if key in self._inflight or key in self._wanted else None
+
     def forget(self, a: Fire) -> None:
         """``a`` will not start here: delete its row."""
         key = (a.job_id, a.occurrence_id)

@@ -204,3 +204,56 @@ def test_relay_take_claim_revoke() -> None:
     d = Staged("d", 500.0)
     relay.push([d])
     assert relay.revoke() == [d] and d.revoked and relay.take() is None
+
+
+_ids: list[int | None] = []
+
+
+def tracked_probe(ctx: Any) -> None:
+    _ids.append(ctx.execution_id)
+    _seen.append((ctx.job_id, ctx.scheduled_at, time.time()))
+
+
+def test_tracked_waiters_are_relayed_once_their_rows_are_written(tmp_path: Path) -> None:
+    """A tracked fire waiting for a slot is staged with its place in the queue and taken
+    only once its pending row is written: it runs with that row's id, the row ends
+    succeeded with its start time, and no row is left pending."""
+    from cronctl.jobs.model import ExecutionStatus
+
+    _reset()
+    _ids.clear()
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    store = open_store(url, node_id="n1")
+    at = _instant()
+    jobs = [JobDefinition(id=f"t{i:03d}", target=PythonTarget(__name__, "tracked_probe"),
+                          cron=_cron(at), max_attempts=1) for i in range(120)]
+    config = Config(path=None, base_dir=tmp_path, database=url, jobs_dir=tmp_path,
+                    node_id="n1", tracked=True, max_concurrent_jobs=3,
+                    shutdown_timeout=timedelta(seconds=5))
+    dispatcher = default_dispatcher(3)
+    relay: Relay = dispatcher.relay
+    taken: list[Staged] = []
+    original = relay.take
+
+    def counting_take() -> Staged | None:
+        got = original()
+        if got is not None:
+            taken.append(got)
+        return got
+
+    relay.take = counting_take  # type: ignore[method-assign]
+    sched = Scheduler(config, jobs, store, dispatcher)
+    sched.start()
+    try:
+        _wait_seen(120)
+        assert sched.wait_idle(15)
+    finally:
+        sched.stop()
+    rows = store.list_executions(limit=None)
+    store.close()
+    assert len(taken) > 30, "the workers started almost no tracked waiter"
+    assert all(s.run[0].request.execution_id is not None for s in taken)
+    assert sorted(j for j, _p, _t in _seen) == [j.id for j in jobs]
+    assert len(rows) == 120 and {r.status for r in rows} == {ExecutionStatus.SUCCEEDED}
+    assert sorted(i for i in _ids if i is not None) == sorted(r.id for r in rows)
+    assert all(r.started_at is not None and r.started_at >= r.scheduled_at for r in rows)
