@@ -144,7 +144,7 @@ class Firing(RowWrites):
         while self._fires:
             fires, self._fires = self._fires, []
             if not self.stopping:  # (decided ahead of their instant: held until it)
-                fires = self.early.hold(fires, self.clock())
+                fires = self.early.hold(fires, self.clock(), self.mono())
                 if not fires:
                     continue
             if relayed.pending:  # those a worker started already are recorded as running
@@ -182,7 +182,7 @@ class Firing(RowWrites):
 
     def release_early(self, now: datetime) -> None:
         """Start the fires held for their instant that has come (all of them: stopping)."""
-        due = self.early.due(None if self.stopping else now)
+        due = self.early.due(None if self.stopping else now, self.mono())
         if due:
             self._fires.extend(due)
             if not self._batching:

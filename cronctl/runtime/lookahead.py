@@ -48,7 +48,7 @@ class Lookahead:
         """Seconds to the next thing to do: an entry due, a held fire's instant, or the
         moment a crowded instant is decided."""
         wake = self.core.wake_in(now, mono)
-        early = self.firing.early.wait(now)
+        early = self.firing.early.wait(now, mono)
         if early is not None:
             wake = early if wake is None else min(wake, early)
         at = self.next_crowded(now)
