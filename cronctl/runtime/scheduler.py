@@ -220,7 +220,7 @@ class Scheduler:
         """True once nothing runs or waits (tests and the benchmark)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if not self.firing.running and not self.core.waiting:
+            if not (self.firing.running or self.core.waiting or self.firing.early):
                 return True
             time.sleep(0.01)
         return False
