@@ -17,7 +17,7 @@ from cronctl.core import SchedulerCore
 from cronctl.runtime.firing import Firing
 
 AHEAD = 0.25  # seconds before a crowded instant its fires are decided (and staged) ...
-PER_FIRE = 40e-6  # ... or more: this much per fire due (deciding and staging ~25 us here)
+PER_FIRE = 60e-6  # ... or more: this much per fire due (deciding and staging 25-40 us here)
 MOST_AHEAD = 2.0
 
 
