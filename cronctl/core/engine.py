@@ -78,16 +78,6 @@ class SchedulerCore(Recovery):
         """Attempts holding a slot."""
         return self._running
 
-    @property
-    def waiting(self) -> int:
-        """Attempts waiting for a slot or a serial group."""
-        return len(self._slot_wait) + sum(len(q) for q in self._group_wait.values())
-
-    @property
-    def slot_waiting(self) -> int:
-        """Attempts waiting for a slot alone (the FIFO the relay mirrors)."""
-        return len(self._slot_wait)
-
     def active_keys(self) -> list[ExecKey]:
         return list(self._active)
 
@@ -184,18 +174,6 @@ class SchedulerCore(Recovery):
             assert isinstance(obj, datetime)
             self._on_planned(job_id, gen, obj, due, at, out)
         return self._decision(out)
-
-    def next_planned(self) -> datetime | None:
-        """When the next planned instant is due (timers aside)."""
-        return self._heap[0][0] if self._heap else None
-
-    def crowded(self, at: datetime, more_than: int) -> int:
-        """How many planned instants are due by ``at`` if more than ``more_than`` (a burst
-        that will queue for slots), else 0. O(jobs): ask once per instant."""
-        heap = self._heap
-        if len(heap) <= more_than or heapq.nsmallest(more_than + 1, heap)[-1][0] > at:
-            return 0
-        return sum(1 for entry in heap if entry[0] <= at)
 
     def on_complete(
         self, key: ExecKey, status: ExecutionStatus, error: str | None, now: datetime,

@@ -318,6 +318,28 @@ class Guards:
             return now - timedelta(seconds=mono - at), seq, kind, job_id, gen, obj
         return heapq.heappop(heap) if fire else None
 
+    @property
+    def waiting(self) -> int:
+        """Attempts waiting for a slot or a serial group."""
+        return len(self._slot_wait) + sum(len(q) for q in self._group_wait.values())
+
+    @property
+    def slot_waiting(self) -> int:
+        """Attempts waiting for a slot alone (the FIFO the relay mirrors)."""
+        return len(self._slot_wait)
+
+    def next_planned(self) -> datetime | None:
+        """When the next planned instant is due (timers aside)."""
+        return self._heap[0][0] if self._heap else None
+
+    def crowded(self, at: datetime, more_than: int) -> int:
+        """How many planned instants are due by ``at`` if more than ``more_than`` (a burst
+        that will queue for slots), else 0. O(jobs): ask once per instant."""
+        heap = self._heap
+        if len(heap) <= more_than or heapq.nsmallest(more_than + 1, heap)[-1][0] > at:
+            return 0
+        return sum(1 for entry in heap if entry[0] <= at)
+
     def next_wake(self) -> datetime | None:
         """The wall-clock time of the next entry (a timer's read at the last event)."""
         fire = self._heap[0][0] if self._heap else None

@@ -10,6 +10,7 @@ slots taken for the length of the step.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
 
 from cronctl.core import Fire
@@ -22,9 +23,12 @@ class EarlyFires:
     def __bool__(self) -> bool:
         return bool(self._held)
 
+    def __iter__(self) -> Iterator[Fire]:
+        return (a for a, _ in self._held)
+
     @property
     def fires(self) -> list[Fire]:
-        return [a for a, _ in self._held]
+        return list(self)
 
     def hold(self, fires: list[Fire], now: datetime, mono: float) -> list[Fire]:
         """Keep those of ``fires`` not due at ``now``; returns the others."""

@@ -114,8 +114,6 @@ class Firing(RowWrites):
         self.held: list[Fire] = []  # fires whose rows the I/O thread is writing
         self.early = EarlyFires()  # admitted ahead of their instant (Scheduler._ahead)
         self.relayed = RelayedFires(self)  # waiting fires the workers start (relaying.py)
-        if self.relayed.relay is not None:
-            self.relayed.relay.wall = clock
 
     # --- the action loop -------------------------------------------------------------------
 
@@ -140,7 +138,7 @@ class Firing(RowWrites):
 
     def flush_fires(self) -> None:
         relayed = self.relayed
-        relayed.settle(self._fires + self.early.fires, first=True)  # (workers they free)
+        relayed.settle(self._fires, self.early, first=True)  # (for the workers they free)
         while self._fires:
             fires, self._fires = self._fires, []
             if not self.stopping:  # (decided ahead of their instant: held until it)
@@ -151,7 +149,7 @@ class Firing(RowWrites):
                 fires, follow = relayed.adopt_started(fires)
                 self._run(follow)
             self._run(self._hold_back(fires) if self.stopping else self._fire_all(fires))
-        relayed.settle(self.early.fires)
+        relayed.settle(self.early)
         down = self.stopping or (self.health is not None and self.health.down)
         if self.waiters.wanted and not down:
             self.waiters.write(self.clock())  # after this wake's fires are dispatched
@@ -227,8 +225,8 @@ class Firing(RowWrites):
                 job = self.core.job(a.job_id)
                 if relayed:  # (an untracked fire for a slot: a worker may start it)
                     self.relayed.want(a, job)
-                if job is not None and a.occurrence_id is not None and self.waiters.enabled:
-                    self.waiters.want(a, job)
+                if job is not None and self.waiters.enabled:
+                    self.waiters.want(a, job)  # (it ignores a wait that has no occurrence)
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("waiting job=%s planned=%s for=%s", a.job_id, a.planned.isoformat(),
                           a.reason.value, extra=ids(a.job_id))

@@ -21,7 +21,7 @@ back from the relay and dispatches it itself.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -45,6 +45,7 @@ log = logging.getLogger("cronctl.runtime")
 MARGIN = timedelta(seconds=2)
 MIN_THRESHOLD = timedelta(seconds=5)
 CHUNK = 64  # staged fires handed to the workers at a time
+YIELD = 0.05  # longest the completions wait while workers start staged fires
 
 
 def _posted(post: Callable[[tuple[object, ...]], None], staged: Staged, outcome: Any) -> None:
@@ -60,8 +61,8 @@ class RelayedFires:
         self.relay: Relay | None = relay if isinstance(relay, Relay) else None
         if self.relay is None:
             self._stage = None
-        else:
-            self.relay.mono = firing.mono
+        else:  # (the runtime's clocks: tests inject theirs)
+            self.relay.mono, self.relay.wall = firing.mono, firing.clock
         self.enabled = self._stage is not None
         self.open = self.enabled
         self.pending: dict[str, Staged] = {}  # staged, not admitted by the core yet
@@ -149,10 +150,10 @@ class RelayedFires:
         f = self.firing  # a tracked waiter: if its row is written ahead (waiters.py)
         return f.store.persistent and f.waiters.enabled and not locks_for(job)
 
-    def settle(self, fires: list[Fire], *, first: bool = False) -> None:
+    def settle(self, *admitted: Iterable[Fire], first: bool = False) -> None:
         """Before the wake's fires start (``first``: a first chunk, for the workers those
         fires free) and after (the rest): stage what this wake queued if the relay still
-        mirrors the core's queue (``fires``: admitted, not bound yet)."""
+        mirrors the core's queue (``admitted``: fires the core admitted, not bound yet)."""
         if not self.enabled:
             return
         if self.firing.stopping:  # nothing starts any more (SPEC section 3)
@@ -160,7 +161,8 @@ class RelayedFires:
                 self.close()
             return
         pending = self.pending
-        soon = sum(1 for a in fires if a.occurrence_id in pending) if pending else 0
+        soon = sum(1 for fires in admitted for a in fires
+                   if a.occurrence_id in pending) if pending else 0
         waiting = self.firing.core.slot_waiting
         if self.open and waiting == len(pending) - soon:
             if self._candidates:
@@ -200,16 +202,16 @@ class RelayedFires:
         put(msg)
         return False
 
-    @property
-    def busy(self) -> bool:
-        """Fires are staged and workers are running attempts (which take them next)."""
+    def give_way(self, wait: float) -> float:
+        """The scheduler thread would wait ``wait`` s for its inbox: while workers are
+        running attempts and fires are staged for them to take next, first wait (up to
+        :data:`YIELD`) for them to take every one: the completions they posted can wait,
+        the GIL is theirs. Returns what is left of ``wait``."""
         relay = self.relay
-        return relay is not None and relay.running > 0 and relay.takeable
-
-    def drained(self, timeout: float) -> None:
-        """Wait until the workers took every staged fire (at most ``timeout`` s)."""
-        if self.relay is not None:
-            self.relay.drained.wait(timeout)
+        if wait <= 0 or relay is None or relay.running <= 0 or not relay.takeable:
+            return wait
+        relay.drained.wait(min(wait, YIELD))
+        return 0.0
 
     # --- the core's decisions (scheduler thread) -------------------------------------------
 
@@ -245,7 +247,8 @@ class RelayedFires:
         f = self.firing
         execution = s.run[0]
         job: JobDefinition = execution.request.job
-        started: datetime = s.started  # type: ignore[assignment]
+        started = s.started
+        assert started is not None  # (adopted: a worker started it)
         eid: int | None = execution.request.execution_id
         if eid is not None:  # tracked: its row was written while it waited
             f.waiters.take(a)

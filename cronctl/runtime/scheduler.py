@@ -25,7 +25,6 @@ from cronctl import processes
 from cronctl.config import Config
 from cronctl.core import (
     ClockSkewError,
-    RecoveredExecution,
     SchedulerCore,
     refuse_on_skew,
 )
@@ -43,7 +42,7 @@ from cronctl.runtime.notify import Notifier, SystemdNotifier
 from cronctl.runtime.pruning import Pruner
 from cronctl.runtime.records import first_line
 from cronctl.runtime.watch import watch_for
-from cronctl.store.base import ExecutionRecord, Store
+from cronctl.store.base import Store
 
 log = logging.getLogger("cronctl.runtime")
 POLL_INTERVAL = 0.5  # cancel requests, trigger requests, cursor batch
@@ -51,12 +50,6 @@ PAUSE_POLL_INTERVAL = 2.0
 KILL_GRACE_CAP = 15.0  # longest wait after cancelling at shutdown
 IO_DRAIN_MIN = 2.0  # the I/O thread's least time to drain at shutdown
 TICK_SLICE = 1000  # due entries per tick: a large burst starts its first fires sooner
-RELAY_YIELD = 0.05  # longest the completions wait while workers start staged fires
-
-
-def _recovered(rows: Sequence[ExecutionRecord]) -> list[RecoveredExecution]:
-    return [RecoveredExecution(r.id, r.job_id, r.scheduled_at, r.attempt, r.origin, r.status,
-                               r.created_at) for r in rows]
 
 
 class Scheduler:
@@ -151,7 +144,7 @@ class Scheduler:
             self.liveness.handed(rows)
             self.firing.ended.update(startup.interrupted_ends(
                 self.store, self.liveness, rows, previous, now, self._ttl))
-            initial = self.core.start(now, states, _recovered(rows), mono=self.mono())
+            initial = self.core.start(now, states, startup.recovered(rows), mono=self.mono())
         except BaseException:
             self._unregister()
             raise
@@ -269,9 +262,7 @@ class Scheduler:
             wake = None if self._stopping else self.ahead.wake_in(self.clock(), self.mono())
             if wake is not None:
                 wait = min(wait, wake)
-            if wait > 0 and self.firing.relayed.busy:  # workers start a burst's staged fires:
-                self.firing.relayed.drained(min(wait, RELAY_YIELD))  # the GIL is theirs
-                wait = 0.0
+            wait = self.firing.relayed.give_way(wait)  # (to workers starting staged fires)
             try:
                 msg = self._inbox.get(timeout=max(wait, 0.0))
             except queue.Empty:
@@ -346,7 +337,7 @@ class Scheduler:
                     self.core.set_paused(job_id, paused)
             elif kind == "recover" and not self._stopping:
                 self.firing.ended.update(msg[2])
-                self.firing.execute(self.core.recover(_recovered(msg[1]), self.clock(),
+                self.firing.execute(self.core.recover(startup.recovered(msg[1]), self.clock(),
                                                      mono=self.mono()))
             elif kind == "store back":
                 self._store_back()

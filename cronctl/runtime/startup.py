@@ -10,7 +10,7 @@ import logging
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from cronctl.core import JobState
+from cronctl.core import JobState, RecoveredExecution
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode
 from cronctl.runtime.liveness import Liveness
 from cronctl.runtime.logsetup import ids
@@ -69,6 +69,12 @@ def interrupted_ends(store: Store, liveness: Liveness, rows: Sequence[ExecutionR
 
 
 __all__ = ["interrupted_ends", "node_states", "recoverable", "shared_states"]
+
+
+def recovered(rows: Sequence[ExecutionRecord]) -> list[RecoveredExecution]:
+    """The core's view of executions handed to this node to recover."""
+    return [RecoveredExecution(r.id, r.job_id, r.scheduled_at, r.attempt, r.origin, r.status,
+                               r.created_at) for r in rows]
 
 
 def log_next_fires(jobs: Sequence[JobDefinition], now: datetime) -> None:

@@ -56,6 +56,21 @@ def _scheduler(tmp_path: Path, jobs: list[JobDefinition], slots: int
     return sched, dispatcher
 
 
+def _taken(relay: Relay) -> list[Staged]:
+    """The staged fires the workers take from ``relay`` from now on, in order."""
+    taken: list[Staged] = []
+    original = relay.take
+
+    def counting_take() -> Staged | None:
+        got = original()
+        if got is not None:
+            taken.append(got)
+        return got
+
+    relay.take = counting_take  # type: ignore[method-assign]
+    return taken
+
+
 def _instant(lead: float = 2.0) -> datetime:
     return datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=lead + 1)
 
@@ -77,17 +92,7 @@ def test_a_burst_runs_each_fire_once_within_the_slots_through_the_relay(
     jobs = [JobDefinition(id=f"j{i:03d}", target=PythonTarget(__name__, "probe"),
                           cron=_cron(at), max_attempts=1, tracked=False) for i in range(300)]
     sched, dispatcher = _scheduler(tmp_path, jobs, 4)
-    taken: list[Staged] = []
-    relay: Relay = dispatcher.relay
-    original = relay.take
-
-    def counting_take() -> Staged | None:
-        got = original()
-        if got is not None:
-            taken.append(got)
-        return got
-
-    relay.take = counting_take  # type: ignore[method-assign]
+    taken = _taken(dispatcher.relay)
     sched.start()
     try:
         _wait_seen(300)
@@ -231,17 +236,7 @@ def test_tracked_waiters_are_relayed_once_their_rows_are_written(tmp_path: Path)
                     node_id="n1", tracked=True, max_concurrent_jobs=3,
                     shutdown_timeout=timedelta(seconds=5))
     dispatcher = default_dispatcher(3)
-    relay: Relay = dispatcher.relay
-    taken: list[Staged] = []
-    original = relay.take
-
-    def counting_take() -> Staged | None:
-        got = original()
-        if got is not None:
-            taken.append(got)
-        return got
-
-    relay.take = counting_take  # type: ignore[method-assign]
+    taken = _taken(dispatcher.relay)
     sched = Scheduler(config, jobs, store, dispatcher)
     sched.start()
     try:
