@@ -48,10 +48,10 @@ def steps(n: int, gc_mode: str) -> list[tuple[str, float]]:
     from cronctl.dispatch.logbuffer import LogFlusher
     from cronctl.dispatch.python import PythonDispatcher
     from cronctl.jobs.model import ExecutionStatus, JobDefinition, PythonTarget
-    from cronctl.runtime.firing import Firing
+    from cronctl.runtime.fire.firing import Firing
+    from cronctl.runtime.fire.records import Ready
     from cronctl.runtime.io import IoWorker
     from cronctl.runtime.logsetup import configure_logging
-    from cronctl.runtime.records import Ready
     from cronctl.store import open_store
 
     instant = datetime(2030, 1, 1, 8, 0, 0, tzinfo=UTC)

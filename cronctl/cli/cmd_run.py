@@ -3,16 +3,14 @@
 Validate (every violation printed, exit 1), open the store (migrating when
 ``auto_migrate``), register the node, start the :class:`~cronctl.runtime.Scheduler`,
 then wait for signals: SIGTERM/SIGINT stop gracefully and exit 0; SIGHUP reloads the
-jobs, keeping the old set (and logging every violation) when the new one is invalid.
+jobs, keeping the old set (and logging every violation) when the new one is invalid
+(:mod:`cronctl.runtime.service` does the running; this command validates and renders).
 """
 
 from __future__ import annotations
 
-import gc
 import logging
-import signal
-import threading
-from types import FrameType
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -23,7 +21,7 @@ from cronctl.errors import UsageError
 from cronctl.options import GlobalOptions
 
 if TYPE_CHECKING:
-    from cronctl.runtime import Scheduler
+    from cronctl.jobs.model import JobDefinition
 
 log = logging.getLogger("cronctl.runtime")
 
@@ -57,83 +55,29 @@ def run(
                   "" if len(checked.violations) == 1 else "s")
         raise typer.Exit(1)
     config = checked.config
-    from cronctl.runtime import Scheduler
-    from cronctl.runtime.watch import serving
+    from cronctl.runtime.service import serve
     from cronctl.store import open_store
 
     store = open_store(config.database, node_id=config.node_id, auto_migrate=config.auto_migrate)
     try:
-        scheduler = Scheduler(config, checked.result.jobs, store)
-        with serving(scheduler):  # /metrics and /healthz when [metrics] listen is set
-            _serve(scheduler, options)
+        serve(config, checked.result.jobs, store, reload=lambda: _reloaded(options))
     finally:
         store.close()
 
 
-def _serve(scheduler: Scheduler, options: GlobalOptions) -> None:
-    wake = threading.Event()
-    stop_requested: list[int] = []
-    reload_requested: list[int] = []
-
-    def on_stop(signum: int, frame: FrameType | None) -> None:
-        stop_requested.append(signum)
-        wake.set()
-
-    def on_reload(signum: int, frame: FrameType | None) -> None:
-        reload_requested.append(signum)
-        wake.set()
-
-    # Installed before start() so a signal during recovery is not lost (it is acted on
-    # once the scheduler is up).
-    signal.signal(signal.SIGTERM, on_stop)
-    signal.signal(signal.SIGINT, on_stop)
-    signal.signal(signal.SIGHUP, on_reload)
-    scheduler.start()
-    settle_heap()
-    try:
-        while not stop_requested:
-            wake.wait(1.0)
-            wake.clear()
-            while reload_requested and not stop_requested:
-                reload_requested.clear()
-                _reload(scheduler, options)
-        log.info("received %s; stopping", signal.Signals(stop_requested[0]).name)
-    finally:
-        scheduler.stop()
-
-
-def _reload(scheduler: Scheduler, options: GlobalOptions) -> None:
-    log.info("SIGHUP: reloading jobs")
-    try:
-        checked = check_all(options)
-    except Exception as exc:
-        log.error("reload failed, keeping the current jobs: %s", exc)
-        return
+def _reloaded(options: GlobalOptions) -> Sequence[JobDefinition] | None:
+    """SIGHUP: the job set to reload, or None to keep the current one (every violation
+    logged)."""
+    checked = check_all(options)
     if checked.violations:
         for violation in checked.violations:
             log.error("reload: %s", violation)
         log.error("reload rejected (%d violations); keeping the current jobs",
                   len(checked.violations))
-        return
+        return None
     for warning in checked.warnings:
         log.warning("%s", warning)
-    scheduler.reload(checked.result.jobs)
-    settle_heap(again=True)
-
-
-def settle_heap(*, again: bool = False) -> None:
-    """Collect what start-up (or a reload) left behind, then move everything still alive
-    to the collector's permanent generation (``gc.freeze``).
-
-    What is alive once the scheduler runs (modules, job definitions, schedules, the core's
-    heap) lives as long as the process; without this every full collection walks it all
-    again: with 20,000 jobs one took ~130 ms of the scheduler thread, inside a burst
-    (bench/PROFILE.md). Frozen objects are still freed when nothing refers to them; a
-    reload first thaws the old set so that its garbage cycles can go."""
-    if again:
-        gc.unfreeze()
-    gc.collect()
-    gc.freeze()
+    return checked.result.jobs
 
 
 def register(app: typer.Typer) -> None:

@@ -85,8 +85,8 @@ def _no_scheduler(config: Config) -> str:
 
 
 def _here(config: Config, job: JobDefinition, emit: _Emit) -> None:
+    from cronctl.runtime.fire.oneshot import run_here
     from cronctl.runtime.logsetup import configure_logging
-    from cronctl.runtime.oneshot import run_here
     from cronctl.store import open_store
 
     configure_logging()

@@ -9,7 +9,7 @@ built) here; a worker that finishes an attempt posts its outcome, then takes the
 staged fire and runs it in the same thread. The core still decides: it hears the
 completion afterwards, admits the head of its queue (which is the fire already running)
 and the runtime binds that decision to the running attempt (see
-:mod:`cronctl.runtime.relaying`). A fire is only ever taken after the outcome that freed
+:mod:`cronctl.runtime.fire.relaying`). A fire is only ever taken after the outcome that freed
 its slot was posted, so no more attempts run than the core has admitted or is about to.
 
 :meth:`Relay.revoke` takes every fire that has not started back (the runtime calls it

@@ -30,8 +30,8 @@ from datetime import datetime, timedelta
 
 from cronctl import processes
 from cronctl.jobs.model import ExecutionStatus, JobDefinition
+from cronctl.runtime.fire.records import first_line
 from cronctl.runtime.logsetup import ids
-from cronctl.runtime.records import first_line
 from cronctl.store.base import ExecutionRecord, NodeRecord, Store, StoreUnavailable
 
 log = logging.getLogger("cronctl.runtime")

@@ -2,7 +2,7 @@
 and writes the lines, several per ``write``.
 
 ``cronctl run`` logs from the scheduler thread (in a burst a few summary lines, see
-:mod:`cronctl.runtime.wakelog`; one or two lines per fire otherwise, and at DEBUG);
+:mod:`cronctl.runtime.fire.wakelog`; one or two lines per fire otherwise, and at DEBUG);
 formatting and writing them there took a third of its time per fire in a burst
 (bench/PROFILE.md), time it can spend starting the next fire while the writer catches
 up. What stays on the calling thread is the record itself and its message text (so

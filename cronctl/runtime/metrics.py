@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import prometheus_client
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -35,11 +35,8 @@ from cronctl.core import CloseInterrupted, JobState, Missed, Skip, SkipReason, s
 from cronctl.core.timing import ScheduleLike
 from cronctl.errors import ConfigError
 from cronctl.jobs.model import ExecutionStatus, JobDefinition
-from cronctl.runtime.records import Run
+from cronctl.runtime.fire.records import Run
 from cronctl.store.base import Store
-
-if TYPE_CHECKING:
-    from cronctl.runtime.scheduler import Scheduler
 
 log = logging.getLogger("cronctl.runtime")
 
@@ -52,7 +49,7 @@ _SKIPPED_ELSEWHERE = (SkipReason.REMOVED, SkipReason.MISFIRE)  # not a record / 
 
 
 class Metrics:
-    """The metrics of one scheduler; its methods are the :class:`~cronctl.runtime.watch.
+    """The metrics of one scheduler; its methods are the :class:`~cronctl.runtime.fire.watch.
     Watch` hooks (scheduler thread), :meth:`health` and the registry are read by the
     HTTP thread."""
 
@@ -109,19 +106,6 @@ class Metrics:
         self._skip_of: dict[tuple[str, str], Any] = {}
         for job in jobs():
             self._fire_of[job.id] = self._fires.labels(job.id)  # exported as 0 from the start
-
-    @classmethod
-    def for_scheduler(cls, scheduler: Scheduler) -> Metrics:
-        from cronctl import __version__
-
-        # The scheduler's own state, read (never written) from the HTTP thread: a thread's
-        # liveness, a flag and the job tuple (replaced whole on reload) are safe to read.
-        s = scheduler
-        return cls(version=__version__, node_id=s.config.node_id, jobs=lambda: s._jobs,
-                   clock=s.clock, store_up=lambda: not s.health.down,
-                   running=lambda: len(s.firing.running),
-                   history=lambda job_id: _last_success(s.store, job_id),
-                   scheduler_alive=lambda: s._thread.is_alive(), refusing=lambda: s._skew_logged)
 
     # --- the Watch hooks (scheduler thread) ----------------------------------------------
 
@@ -213,7 +197,7 @@ class Metrics:
                     "node": self._node_id}
 
 
-def _last_success(store: Store, job_id: str) -> datetime | None:
+def last_success(store: Store, job_id: str) -> datetime | None:
     if not store.persistent:
         return None
     found = store.list_executions(job_id=job_id, status=ExecutionStatus.SUCCEEDED, limit=1)

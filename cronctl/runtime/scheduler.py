@@ -10,38 +10,47 @@ I/O thread (:mod:`cronctl.runtime.io`).
 from __future__ import annotations
 
 import logging
-import os
 import queue
-import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any
 
-from cronctl import processes
 from cronctl.config import Config
 from cronctl.core import (
     ClockSkewError,
     SchedulerCore,
     refuse_on_skew,
 )
-from cronctl.dispatch.base import Dispatcher, Outcome
+from cronctl.dispatch.base import Dispatcher
 from cronctl.dispatch.logbuffer import LogFlusher
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Origin
 from cronctl.runtime import startup
-from cronctl.runtime.firing import Firing
+from cronctl.runtime.fire.firing import Firing
+from cronctl.runtime.fire.lookahead import Lookahead
+from cronctl.runtime.fire.records import first_line
 from cronctl.runtime.health import DatabaseHealth
+from cronctl.runtime.inbox import (
+    Cancel,
+    Done,
+    Message,
+    Paused,
+    Recover,
+    Reload,
+    Stop,
+    StoreBack,
+    Trigger,
+    WaitersLanded,
+)
 from cronctl.runtime.io import IoWorker
 from cronctl.runtime.liveness import Liveness
 from cronctl.runtime.logsetup import ids
-from cronctl.runtime.lookahead import Lookahead
-from cronctl.runtime.notify import Notifier, SystemdNotifier
+from cronctl.runtime.observers import watch_for
+from cronctl.runtime.polls import StorePolls
 from cronctl.runtime.pruning import Pruner
-from cronctl.runtime.records import first_line
-from cronctl.runtime.watch import watch_for
+from cronctl.runtime.systemd import Notifier, SystemdNotifier
 from cronctl.store.base import Store
 
 log = logging.getLogger("cronctl.runtime")
@@ -83,9 +92,8 @@ class Scheduler:
             dispatcher = default_dispatcher(config.max_concurrent_jobs)
         self.dispatcher: Dispatcher = dispatcher
         self._jobs = tuple(jobs)
-        self._known = frozenset(j.id for j in self._jobs)
         self._ttl = config.heartbeat_interval * 3
-        self._inbox: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
+        self._inbox: queue.SimpleQueue[Message] = queue.SimpleQueue()
         self.core = SchedulerCore(self._jobs, max_concurrent_jobs=config.max_concurrent_jobs,
                                   clock_skew_limit=config.clock_skew_limit,
                                   durable=store.persistent)
@@ -96,21 +104,26 @@ class Scheduler:
                              flusher=self.flusher, io=self.io, node_id=config.node_id,
                              clock=self.clock, post=self._inbox.put, mono=self.mono)
         self.health = DatabaseHealth(check=self._probe_store, later=self.io.after,
-                                  back=lambda: self._inbox.put(("store back",)))
+                                  back=lambda: self._inbox.put(StoreBack()))
         self.io.on_unavailable = self.health.failed
         self.firing.health = self.health
+        self.polls = StorePolls(store, node_id=config.node_id, ttl=self._ttl, clock=self.clock,
+                                post=self._inbox.put, health=self.health,
+                                flush=self._flush_waiting)
+        self.polls.jobs_are(j.id for j in self._jobs)
         beat = config.heartbeat_interval.total_seconds()
         if store.beat_interval is not None:
             beat = min(beat, store.beat_interval)
         self.liveness = Liveness(
             store, node_id=config.node_id, ttl=self._ttl, beat_every=beat, clock=self.clock,
-            jobs=lambda: {j.id: j for j in self._jobs}, heartbeat=self._heartbeat,
-            recover=lambda rows, ends: self._inbox.put(("recover", rows, ends)),
+            jobs=lambda: {j.id: j for j in self._jobs}, heartbeat=self.polls.heartbeat,
+            recover=lambda rows, ends: self._inbox.put(Recover(rows, ends)),
             unavailable=self.health.failed, down=lambda: self.health.down)
-        self._host = socket.gethostname()
-        self._identity = processes.identity(os.getpid())
-        self.ahead = Lookahead(self.core, self.firing, config.max_concurrent_jobs, TICK_SLICE)
-        self.watch = self.firing.watch = watch_for(self)  # metrics (section 7); or no-ops
+        f = self.firing
+        self.lookahead = Lookahead(self.core, early=f.early, relayed=f.relayed,
+                                   execute=f.execute, slots=config.max_concurrent_jobs,
+                                   slice_=TICK_SLICE)
+        self.watch = f.watch = watch_for(self)  # metrics (section 7), notifications
         self._thread = threading.Thread(target=self._loop, name="cronctl-scheduler",
                                         daemon=True)
         self._ready = threading.Event()
@@ -125,7 +138,6 @@ class Scheduler:
         if self._started:
             raise RuntimeError("Scheduler.start() was already called")
         self._started = True
-        self._paused_seen: set[str] | None = None  # as the core last heard (I/O thread)
         now, node = self.clock(), self.config.node_id
         # SPEC section 4 "Clocks": a clock behind a persisted cursor is refused before
         # anything is written (no node row, no timestamp).
@@ -134,8 +146,7 @@ class Scheduler:
         refuse_on_skew(shared, now, self.config.clock_skew_limit)  # every persisted cursor
         refuse_on_skew(states, now, self.config.clock_skew_limit)
         previous = self.store.get_node(node) if self.store.persistent else None
-        self.store.register_node(node, self._host, os.getpid(), now, ttl=self._ttl,
-                                 process_start=self._identity)
+        self.polls.register(now)
         try:
             if self.store.persistent:
                 # Guards this node's previous run held: its executions are recovered below.
@@ -149,15 +160,15 @@ class Scheduler:
             self._unregister()
             raise
         self._index_groups()
-        up = self._while_up
+        up = self.polls.while_up
         self.io.every("log flush", self.config.progress_flush_interval.total_seconds(),
                       up(self.flusher.flush))
-        self.io.every("pause poll", PAUSE_POLL_INTERVAL, up(self._poll_paused))
+        self.io.every("pause poll", PAUSE_POLL_INTERVAL, up(self.polls.paused))
         # The definitions' snapshot is informational: READY does not wait for it.
         self.io.submit(partial(self.store.save_definitions, self._jobs, now=now))
         self.pruner = Pruner.attach(self.io, self.store, self.config.retention, node_id=node,
                                     clock=self.clock, is_down=lambda: self.health.down)
-        self._paused_seen = {j for j, st in states.items() if st.paused}
+        self.polls.jobs_are(self.polls.known, {j for j, st in states.items() if st.paused})
         self.io.start()
         self.liveness.start()
         self._initial = initial
@@ -177,8 +188,8 @@ class Scheduler:
             return
         self._stopped = True
         grace = self.config.shutdown_timeout.total_seconds() if timeout is None else timeout
-        deadline = time.monotonic() + grace
-        self._inbox.put(("stop", timeout))
+        deadline = self.mono() + grace
+        self._inbox.put(Stop(timeout))
         self._thread.join()
         shutdown = getattr(self.dispatcher, "shutdown", None)
         if self._own_dispatcher and callable(shutdown):
@@ -188,10 +199,10 @@ class Scheduler:
         self.io.submit(lambda: self.firing.cursors.flush(self.store))
         # The I/O backlog (final statuses, cursors) gets what is left of the grace, and at
         # least a moment; what it cannot write is recovered at the next start.
-        if not self.io.stop(max(deadline - time.monotonic(), IO_DRAIN_MIN)):
+        if not self.io.stop(max(deadline - self.mono(), IO_DRAIN_MIN)):
             log.warning("shutdown: store writes still queued after the shutdown timeout; "
                         "unfinished rows are recovered at the next start")
-        self.flusher.drain_all(time.monotonic() + 5.0)
+        self.flusher.drain_all(self.mono() + 5.0)
         self.watch.close()
         self._unregister()
         log.info("stopped node=%s", self.config.node_id)
@@ -199,14 +210,14 @@ class Scheduler:
     def reload(self, jobs: Sequence[JobDefinition]) -> None:
         """Swap the job set (waits until the scheduler thread applied it)."""
         done: Future[None] = Future()
-        self._inbox.put(("reload", tuple(jobs), done))
+        self._inbox.put(Reload(tuple(jobs), done))
         done.result()
 
     def trigger(self, job_id: str, *, planned: datetime | None = None,
                 origin: Origin = Origin.MANUAL) -> str:
         """Run one occurrence now (``origin = manual``); returns its occurrence id."""
         done: Future[str] = Future()
-        self._inbox.put(("trigger", job_id, origin, planned, None, done))
+        self._inbox.put(Trigger(job_id, origin, planned, None, done))
         return done.result()
 
     def wait_idle(self, timeout: float = 10.0) -> bool:
@@ -235,13 +246,13 @@ class Scheduler:
         finally:
             self._ready.set()
         wd = self.notifier.watchdog_interval
-        next_poll = time.monotonic()
+        next_poll = self.mono()
         next_wd = next_poll + wd if wd else float("inf")
         deadline = hard = float("inf")
         while True:
             if not self._stopping:
                 self._tick()
-            mono = time.monotonic()
+            mono = self.mono()
             if mono >= next_poll:
                 next_poll = mono + POLL_INTERVAL
                 self._poll()
@@ -258,8 +269,8 @@ class Scheduler:
                                 len(self.firing.running))
                     for run in list(self.firing.running.values()):
                         self.firing.cancel_run(run)
-            wait = min(next_poll, next_wd, deadline, hard) - time.monotonic()
-            wake = None if self._stopping else self.ahead.wake_in(self.clock(), self.mono())
+            wait = min(next_poll, next_wd, deadline, hard) - self.mono()
+            wake = None if self._stopping else self.lookahead.wake_in(self.clock(), self.mono())
             if wake is not None:
                 wait = min(wait, wake)
             wait = self.firing.relayed.give_way(wait)  # (to workers starting staged fires)
@@ -272,7 +283,7 @@ class Scheduler:
             if stopping is not None:
                 deadline = stopping
 
-    def _drain_inbox(self, msg: tuple[Any, ...]) -> float | None:
+    def _drain_inbox(self, msg: Message) -> float | None:
         """Handle ``msg`` and every message already queued; returns the shutdown deadline
         (monotonic) when one of them was a stop."""
         deadline: float | None = None
@@ -283,7 +294,7 @@ class Scheduler:
                 self.firing.release_early(self.clock())  # (given back: nothing starts)
                 self.notifier.notify("STOPPING=1\nSTATUS=stopping")
                 grace = stop if stop >= 0 else self.config.shutdown_timeout.total_seconds()
-                deadline = time.monotonic() + grace
+                deadline = self.mono() + grace
                 log.info("stopping: waiting up to %.0fs for %d running executions",
                          grace, len(self.firing.running))
             try:
@@ -311,42 +322,40 @@ class Scheduler:
                           decision.next_wake.isoformat() if decision.next_wake else "none")
             self.firing.execute(decision)
         if not self._stopping:
-            self.ahead.decide(now, mono)
+            self.lookahead.decide(now, mono)
 
-    def _handle(self, msg: tuple[Any, ...]) -> float | None:
+    def _handle(self, msg: Message) -> float | None:
         """One inbox message; returns the grace (seconds, -1 for the default) on stop."""
-        kind = msg[0]
         try:
-            if kind == "done":
-                outcome: Outcome = msg[2]
-                self.firing.on_done(msg[1], outcome)
-            elif kind == "waiters":
+            if type(msg) is Done:  # the most frequent by far
+                self.firing.on_done(msg.key, msg.outcome)
+            elif isinstance(msg, WaitersLanded):
                 self.firing.landed()
-            elif kind == "stop":
+            elif isinstance(msg, Stop):
                 self.firing.relayed.close()  # (staged fires no worker started yet)
-                return -1.0 if msg[1] is None else float(msg[1])
-            elif kind == "cancel":
-                self.firing.cancel(msg[1])
-            elif kind == "trigger":
-                self._trigger(*msg[1:])
-            elif kind == "reload":
+                return -1.0 if msg.timeout is None else float(msg.timeout)
+            elif isinstance(msg, Cancel):
+                self.firing.cancel(msg.execution_ids)
+            elif isinstance(msg, Trigger):
+                self._trigger(msg)
+            elif isinstance(msg, Reload):
                 if self.firing.relayed.settled_for(msg, self._inbox.put):
-                    self._reload(msg[1], msg[2])
-            elif kind == "paused":
-                for job_id, paused in msg[1].items():
+                    self._reload(msg.jobs, msg.done)
+            elif isinstance(msg, Paused):
+                for job_id, paused in msg.changes.items():
                     self.core.set_paused(job_id, paused)
-            elif kind == "recover" and not self._stopping:
-                self.firing.ended.update(msg[2])
-                self.firing.execute(self.core.recover(startup.recovered(msg[1]), self.clock(),
-                                                     mono=self.mono()))
-            elif kind == "store back":
+            elif isinstance(msg, Recover) and not self._stopping:
+                self.firing.ended.update(msg.ends)
+                self.firing.execute(self.core.recover(startup.recovered(msg.rows),
+                                                     self.clock(), mono=self.mono()))
+            elif isinstance(msg, StoreBack):
                 self._store_back()
         except Exception:
-            log.exception("internal error handling %s", kind)
+            log.exception("internal error handling %s", type(msg).__name__)
         return None
 
-    def _trigger(self, job_id: str, origin: Origin, planned: datetime | None,
-                 request_id: int | None, done: Future[str] | None) -> None:
+    def _trigger(self, msg: Trigger) -> None:
+        job_id, origin, planned, request_id, done = msg
         if self._stopping:
             if done is not None:
                 done.set_exception(RuntimeError("the scheduler is stopping"))
@@ -373,8 +382,7 @@ class Scheduler:
         try:
             decision = self.core.reload(jobs, self.clock(), mono=self.mono())
             self._jobs = jobs
-            self._known = frozenset(j.id for j in jobs)
-            self._paused_seen = None  # the next pause poll reports every job
+            self.polls.jobs_are(j.id for j in jobs)  # (the next pause poll reports all)
             self._index_groups()
             self.io.submit(lambda: self.store.save_definitions(jobs))
             log.info("reloaded jobs=%d", sum(1 for j in jobs if j.enabled))
@@ -414,23 +422,13 @@ class Scheduler:
 
     # --- store polling (I/O thread) ---------------------------------------------------------
 
-    def _while_up(self, fn: Callable[[], object]) -> Callable[[], None]:
-        """``fn``, skipped while the store is unreachable (the probe alone tries it)."""
-        def run() -> None:
-            if not self.health.down:
-                fn()
-        return run
-
-    def _probe_store(self) -> None:
-        """Is the store back? Write what waited for it: the heartbeat, cursors of fires
-        confirmed before the outage, final statuses of executions that ended during it."""
-        now = self.clock()
-        if not self.store.heartbeat(self.config.node_id, now, host=self._host,
-                                    pid=os.getpid()):
-            self.store.register_node(self.config.node_id, self._host, os.getpid(), now,
-                                     ttl=self._ttl, process_start=self._identity)
+    def _flush_waiting(self) -> None:
+        """Cursors and final statuses that waited for the store."""
         self.firing.cursors.flush(self.store)
         self.firing.finals.flush()
+
+    def _probe_store(self) -> None:
+        self.polls.probe()
 
     def _poll(self) -> None:
         """On the scheduler thread: hand the I/O thread what to poll for."""
@@ -441,46 +439,14 @@ class Scheduler:
             return
         live = [r.execution_id for r in self.firing.running.values()
                 if r.execution_id is not None and not r.cancel_sent]
-        self.io.submit(lambda: self._poll_store(live))
+        stopping = self._stopping
+        self.io.submit(lambda: self._poll_store(live, stopping))
 
-    def _poll_store(self, live: list[int]) -> None:
+    def _poll_store(self, live: list[int], stopping: bool) -> None:
         if self.health.down:
             return
         self.firing.cursors.flush(self.store)
-        if live:
-            cancelled = self.store.cancel_requested(live)
-            if cancelled:
-                self._inbox.put(("cancel", cancelled))
-        if self._stopping:
-            return
-        for req in self.store.take_triggers(self.config.node_id, job_ids=self._known,
-                                            now=self.clock()):
-            self._inbox.put(("trigger", req.job_id, req.origin, req.scheduled_at, req.id, None))
-
-    def _poll_paused(self) -> None:
-        """Tell the core which jobs were paused or resumed since the last poll (all known
-        jobs after a reload: a job that came back may have been paused meanwhile)."""
-        known = self._known
-        paused = self.store.paused_job_ids() & known
-        seen = self._paused_seen
-        if seen is None:
-            changes = {job_id: job_id in paused for job_id in known}
-        else:
-            changes = {job_id: job_id in paused for job_id in paused ^ seen}
-        self._paused_seen = paused
-        if changes:
-            self._inbox.put(("paused", changes))
-
-    def _heartbeat(self) -> None:
-        """On the liveness thread; a row that is gone (or taken over after this node was
-        judged dead) is registered again."""
-        now = self.clock()
-        node = self.config.node_id
-        if not self.store.heartbeat(node, now, host=self._host, pid=os.getpid()):
-            log.warning("node %s was no longer registered (judged dead?); registering again",
-                        node)
-            self.store.register_node(node, self._host, os.getpid(), now, ttl=self._ttl,
-                                     process_start=self._identity)
+        self.polls.requests(live, stopping=stopping or self._stopping)
 
     def _unregister(self) -> None:
         self.liveness.stop()
@@ -491,3 +457,23 @@ class Scheduler:
         except Exception as exc:
             log.warning("could not unregister node %s: %s", self.config.node_id,
                         first_line(exc))
+
+    # --- what observers read (observers.SchedulerView; any thread) ------------------------
+
+    def jobs(self) -> Sequence[JobDefinition]:
+        return self._jobs
+
+    def job(self, job_id: str) -> JobDefinition | None:
+        return self.core.job(job_id)
+
+    def store_down(self) -> bool:
+        return self.health.down
+
+    def running_count(self) -> int:
+        return len(self.firing.running)
+
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def refusing(self) -> bool:
+        return self._skew_logged

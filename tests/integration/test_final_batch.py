@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from cronctl.jobs.model import ExecutionStatus, Origin
-from cronctl.runtime.batches import FinalBatch
+from cronctl.runtime.fire.batches import FinalBatch
 from cronctl.store import Store, occurrence_id, open_store
 
 S = ExecutionStatus

@@ -16,9 +16,9 @@ import pytest
 from notify_support import SECRET, Hook, command_events, notify_command
 
 from cronctl.jobs.notify import NotifySpec
-from cronctl.runtime import notify_delivery
-from cronctl.runtime.notify_delivery import Delivery
-from cronctl.runtime.notify_events import event
+from cronctl.runtime.notify import delivery as notify_delivery
+from cronctl.runtime.notify.delivery import Delivery
+from cronctl.runtime.notify.events import event
 
 pytestmark = pytest.mark.slow
 EVENT = event("dead_letter", "job-1", "n1", datetime(2026, 1, 1, tzinfo=UTC), execution_id=42,

@@ -79,3 +79,16 @@ def test_every_command_module_is_in_the_independence_contract() -> None:
     [independent] = [c for c in contracts if c["type"] == "independence"]
     on_disk = {f"cronctl.cli.{p.stem}" for p in (ROOT / "cronctl/cli").glob("cmd_*.py")}
     assert on_disk == set(independent["modules"])
+
+
+def test_a_planted_cycle_in_the_runtime_breaks_a_contract(tmp_path: Path) -> None:
+    # The circle Step 10 removed: the fire path's watch reaching up to the scheduler (a
+    # TYPE_CHECKING import counts too: it is how the old circle was closed).
+    shutil.copytree(ROOT / "cronctl", tmp_path / "cronctl",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    watch = tmp_path / "cronctl/runtime/fire/watch.py"
+    watch.write_text(watch.read_text() + "\nfrom typing import TYPE_CHECKING\n"
+                     "if TYPE_CHECKING:\n    import cronctl.runtime.scheduler  # planted\n")
+    result = _lint(tmp_path)
+    assert result.returncode != 0 and "No cycles are allowed in cronctl.runtime" in result.stdout

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from cronctl.core import Fire
 from cronctl.jobs.model import Origin
-from cronctl.runtime.early import EarlyFires
+from cronctl.runtime.fire.early import EarlyFires
 
 T = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
 

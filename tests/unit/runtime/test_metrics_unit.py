@@ -25,9 +25,10 @@ from cronctl.jobs.model import (
     Origin,
 )
 from cronctl.jobs.notify import NotifySpec
+from cronctl.runtime.fire.records import Run
+from cronctl.runtime.fire.watch import Fanout, NullWatch, find_watch
 from cronctl.runtime.metrics import Metrics, serve_metrics
-from cronctl.runtime.records import Run
-from cronctl.runtime.watch import Fanout, NullWatch, find_watch, serving, watch_for
+from cronctl.runtime.observers import serving, watch_for
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 JOBS = (JobDefinition(id="a", target=CommandTarget(("true",)), every=timedelta(seconds=10)),
@@ -182,18 +183,59 @@ def test_a_busy_port_is_one_clear_error() -> None:
             pass
 
 
+class _View:
+    """A scheduler as its observers see it (observers.SchedulerView)."""
+
+    def __init__(self, listen: tuple[str, int] | None) -> None:
+        self.config = SimpleNamespace(metrics_listen=listen, notify=NotifySpec(), node_id="n1")
+        self.store = SimpleNamespace(persistent=False)
+        self.clock = Clock()
+        self.running = 0
+        self.down = False
+
+    def jobs(self) -> tuple[JobDefinition, ...]:
+        return JOBS
+
+    def job(self, job_id: str) -> JobDefinition | None:
+        return next((j for j in JOBS if j.id == job_id), None)
+
+    def store_down(self) -> bool:
+        return self.down
+
+    def running_count(self) -> int:
+        return self.running
+
+    def alive(self) -> bool:
+        return True
+
+    def refusing(self) -> bool:
+        return False
+
+
 def test_nothing_is_served_unless_configured() -> None:
-    unconfigured = SimpleNamespace(
-        config=SimpleNamespace(metrics_listen=None, notify=NotifySpec(), node_id="n1"),
-        store=None, clock=Clock(), core=SimpleNamespace(job=lambda _: None), _jobs=JOBS,
-        health=SimpleNamespace(down=False))
-    assert find_watch(watch_for(unconfigured), Metrics) is None  # type: ignore[arg-type]
-    assert isinstance(serving(unconfigured), contextlib.nullcontext)  # type: ignore[arg-type]
+    unconfigured = _View(None)
+    watch = watch_for(unconfigured)  # type: ignore[arg-type]
+    assert find_watch(watch, Metrics) is None
+    assert isinstance(serving(unconfigured.config, watch),  # type: ignore[arg-type]
+                      contextlib.nullcontext)
     with serve_metrics(None, None):
         pass
     m = _metrics(Clock())
     assert find_watch(Fanout(NullWatch(), m), Metrics) is m
     assert find_watch(NullWatch(), Metrics) is None
+
+
+def test_the_metrics_read_the_scheduler_through_its_view() -> None:
+    view = _View(("127.0.0.1", 0))
+    m = find_watch(watch_for(view), Metrics)  # type: ignore[arg-type]
+    assert m is not None
+    view.running, view.down = 3, True
+    got = _samples(m)
+    assert got[("cronctl_running_executions", ())] == 3.0
+    assert got[("cronctl_store_up", ())] == 0.0
+    m.loop(0)
+    assert m.health() == (False, {"status": "unhealthy", "scheduler": "running",
+                                  "store": "unreachable", "node": "n1"})
 
 
 def test_last_successes_are_seeded_from_the_store_and_newer_ones_win() -> None:

@@ -20,9 +20,9 @@ from cronctl.jobs.model import (
     Origin,
 )
 from cronctl.jobs.notify import EVENTS, NotifySpec
-from cronctl.runtime import notify_events
-from cronctl.runtime.notify_events import Notifications
-from cronctl.runtime.records import Run
+from cronctl.runtime.fire.records import Run
+from cronctl.runtime.notify import events as notify_events
+from cronctl.runtime.notify.events import Notifications
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 S = timedelta(seconds=1)

@@ -7,7 +7,7 @@ import logging
 from datetime import UTC, datetime
 
 from cronctl.jobs.model import Origin
-from cronctl.runtime.wakelog import HOLD, WakeLog
+from cronctl.runtime.fire.wakelog import HOLD, WakeLog
 
 T = datetime(2026, 3, 8, 7, 0, tzinfo=UTC)
 

@@ -1,8 +1,9 @@
 """Writing the rows of a wake's tracked fires before they are dispatched: new rows
 (``running``; for single_instance the insert IS the election) with their guard locks,
 in one transaction, and claims of the ``pending`` rows written ahead for retries and
-recovered attempts. A mixin of :class:`~cronctl.runtime.firing.Firing`, which provides
-the releases, deferrals and failure reports used here."""
+recovered attempts; and closing the interrupted rows handed to recovery. A mixin of
+:class:`~cronctl.runtime.fire.firing.Firing`, which provides the releases, deferrals and
+failure reports used here."""
 
 from __future__ import annotations
 
@@ -12,17 +13,19 @@ from contextlib import suppress
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from cronctl.core import Action, Decision, Fire
-from cronctl.jobs.model import JobDefinition
-from cronctl.runtime.ahead import RetryRows
-from cronctl.runtime.batches import FinalBatch
-from cronctl.runtime.handled import SCHEDULED, Handled
+from cronctl.core import Action, CloseInterrupted, Decision, Fire
+from cronctl.jobs.model import ExecutionStatus, JobDefinition
+from cronctl.runtime.fire.batches import FinalBatch
+from cronctl.runtime.fire.handled import SCHEDULED, Handled
+from cronctl.runtime.fire.records import Ready, first_line, new_rows, takes_token
+from cronctl.runtime.fire.retryrows import RetryRows
+from cronctl.runtime.fire.watch import Watch
 from cronctl.runtime.io import IoWorker
 from cronctl.runtime.logsetup import ids
-from cronctl.runtime.records import Ready, fenced, first_line, new_rows
 from cronctl.store.base import Fenced, Store, StoreUnavailable
 
 log = logging.getLogger("cronctl.runtime")
+_LIVE = (ExecutionStatus.PENDING, ExecutionStatus.RUNNING)
 
 
 class RowWrites:
@@ -31,10 +34,14 @@ class RowWrites:
     clock: Callable[[], datetime]
     io: IoWorker
     handled: Handled
-    ahead: RetryRows
+    retry_rows: RetryRows
     finals: FinalBatch
+    watch: Watch
+    ended: dict[int, datetime]
+    lost_recoveries: set[int]
 
     if TYPE_CHECKING:  # provided by Firing
+        def _health_failed(self, exc: StoreUnavailable) -> None: ...
         def _release(self, a: Fire, now: datetime, why: str) -> Decision: ...
         def _blocked(self, r: Ready, key: str, now: datetime) -> Decision: ...
         def _unavailable(self, exc: StoreUnavailable, fires: list[Fire], now: datetime
@@ -123,7 +130,7 @@ class RowWrites:
                 won: bool | Fenced | str = (
                     self.store.claim_guarded(r.row, node_id=self.node_id, fencing_token=None,
                                              started_at=now, locks=r.locks,
-                                             fence=r.job.id if fenced(r.job) else None)
+                                             fence=r.job.id if takes_token(r.job) else None)
                     if r.locks else
                     self.store.claim_execution(r.row, node_id=self.node_id,
                                                fencing_token=None, started_at=now))
@@ -138,7 +145,7 @@ class RowWrites:
                 lost.add(id(r))
                 follow.extend(self._blocked(r, won, now).actions)
                 continue
-            self.ahead.forget(a)
+            self.retry_rows.forget(a)
             if isinstance(won, Fenced):
                 r.execution_id, r.token = r.row, won.token
             elif won:
@@ -160,3 +167,22 @@ class RowWrites:
         if self._store_down:
             self._store_down = False
             log.info("store works again")
+
+    def _close_interrupted(self, a: CloseInterrupted) -> None:
+        ended = self.ended.pop(a.execution_id, None) or self.clock()
+        try:
+            won = self.store.transition(
+                a.execution_id, _LIVE, a.status, finished_at=ended,
+                error="interrupted: its scheduler stopped before it finished")
+        except Exception as exc:
+            won = False
+            if isinstance(exc, StoreUnavailable):
+                self._health_failed(exc)
+            log.warning("could not close interrupted exec=%s: %s", a.execution_id,
+                        first_line(exc))
+        if won:
+            self.watch.interrupted(a)
+            log.warning("recovered job=%s exec=%s status=%s", a.job_id, a.execution_id,
+                        a.status.value, extra=ids(a.job_id, a.execution_id))
+        else:
+            self.lost_recoveries.add(a.execution_id)  # someone else recovers it

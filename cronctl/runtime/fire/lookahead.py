@@ -3,18 +3,20 @@
 When more planned fires are due at the next instant than there are slots, the scheduler
 thread decides them :data:`AHEAD` seconds early, more for a larger burst
 (``SchedulerCore.tick_ahead``): the fires the core admits at once are held until the
-instant (:mod:`cronctl.runtime.early`), the ones that wait for a slot are staged for the
-relay (:mod:`cronctl.runtime.relaying`, not taken before the instant). At the instant
+instant (:mod:`cronctl.runtime.fire.early`), the ones that wait for a slot are staged for the
+relay (:mod:`cronctl.runtime.fire.relaying`, not taken before the instant). At the instant
 only the hand-off is left: the decisions and the handlers' contexts of a 1,000-job
 second cost the scheduler thread ~20 ms, which every fire's start used to wait behind.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
-from cronctl.core import SchedulerCore
-from cronctl.runtime.firing import Firing
+from cronctl.core import Decision, SchedulerCore
+from cronctl.runtime.fire.early import EarlyFires
+from cronctl.runtime.fire.relaying import RelayedFires
 
 AHEAD = 0.25  # seconds before a crowded instant its fires are decided (and staged) ...
 PER_FIRE = 60e-6  # ... or more: this much per fire due (deciding and staging 25-40 us here)
@@ -22,9 +24,14 @@ MOST_AHEAD = 2.0
 
 
 class Lookahead:
-    def __init__(self, core: SchedulerCore, firing: Firing, slots: int, slice_: int) -> None:
+    """When a crowded instant is decided, and deciding it."""
+
+    def __init__(self, core: SchedulerCore, *, early: EarlyFires, relayed: RelayedFires,
+                 execute: Callable[[Decision], None], slots: int, slice_: int) -> None:
         self.core = core
-        self.firing = firing
+        self.early = early
+        self.relayed = relayed
+        self.execute = execute
         self.slots = slots
         self.slice = slice_
         self._asked: datetime | None = None  # the instant ``_crowded`` was asked for
@@ -33,7 +40,7 @@ class Lookahead:
     def next_crowded(self, now: datetime) -> datetime | None:
         """The next planned instant if more fires are due at it than slots (a burst the
         relay can start), else None; the core is asked once per instant."""
-        if not self.firing.relayed.enabled:
+        if not self.relayed.enabled:
             return None
         at = self.core.next_planned()
         if at is None or at <= now:
@@ -48,7 +55,7 @@ class Lookahead:
         """Seconds to the next thing to do: an entry due, a held fire's instant, or the
         moment a crowded instant is decided."""
         wake = self.core.wake_in(now, mono)
-        early = self.firing.early.wait(now, mono)
+        early = self.early.wait(now, mono)
         if early is not None:
             wake = early if wake is None else min(wake, early)
         at = self.next_crowded(now)
@@ -65,9 +72,9 @@ class Lookahead:
         if lead > self._lead:
             return
         decision = self.core.tick_ahead(at, mono=mono + lead, budget=self.slice)
-        relayed = self.firing.relayed
+        relayed = self.relayed
         relayed.not_before = at
         try:
-            self.firing.execute(decision)
+            self.execute(decision)
         finally:
             relayed.not_before = None

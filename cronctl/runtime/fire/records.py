@@ -77,7 +77,7 @@ def spawn_recorder(store: Store, submit: Callable[[Callable[[], object]], None],
     return record
 
 
-def fenced(job: JobDefinition) -> bool:
+def takes_token(job: JobDefinition) -> bool:
     """Whether an attempt of ``job`` carries a fencing token (taken with its guard lock,
     in the transaction that writes or claims its row)."""
     return job.mode is Mode.SINGLE_INSTANCE
@@ -88,6 +88,6 @@ def new_rows(tracked: list[Ready], node_id: str, now: datetime) -> list[NewExecu
     return [NewExecution(
         job_id=r.job.id, occurrence_id=r.fire.occurrence_id, scheduled_at=r.fire.planned,
         attempt=r.fire.attempt, origin=r.fire.origin, node_id=node_id,
-        scope_node=None if fenced(r.job) else node_id,
+        scope_node=None if takes_token(r.job) else node_id,
         fencing_token=r.token, target=str(r.job.target), status=ExecutionStatus.RUNNING,
-        started_at=now, created_at=now, locks=r.locks, fenced=fenced(r.job)) for r in tracked]
+        started_at=now, created_at=now, locks=r.locks, fenced=takes_token(r.job)) for r in tracked]

@@ -30,8 +30,8 @@ from cronctl.dispatch.base import Dispatcher, DispatchRequest, ExecutionHandle, 
 from cronctl.dispatch.logbuffer import MAX_LINES_PER_EXECUTION, LogFlusher, ProcessLogSink
 from cronctl.ids import occurrence_id
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode, Origin
-from cronctl.runtime.firing import is_tracked
-from cronctl.runtime.records import first_line
+from cronctl.runtime.fire.firing import is_tracked
+from cronctl.runtime.fire.records import first_line
 from cronctl.store.base import Store
 
 log = logging.getLogger("cronctl.runtime")

@@ -1,7 +1,7 @@
 """Fires admitted ahead of their instant, held until it comes.
 
 The scheduler decides a crowded instant's planned fires a moment before it (see
-:mod:`cronctl.runtime.lookahead`): the core admits the first of them to its slots at
+:mod:`cronctl.runtime.fire.lookahead`): the core admits the first of them to its slots at
 once, and a completion may admit more before the instant. Their :class:`Fire` carries
 ``due``; nothing starts before it. Each is also held at most as long as the monotonic
 clock says was left when it was held: a wall clock stepped back meanwhile does not keep

@@ -6,7 +6,7 @@ from __future__ import annotations
 import gc
 import weakref
 
-from cronctl.cli.cmd_run import settle_heap
+from cronctl.runtime.service import settle_heap
 
 
 class _Node:

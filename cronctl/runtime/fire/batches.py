@@ -115,7 +115,7 @@ class FinalBatch:
 
     def started(self, execution_id: int, at: datetime) -> None:
         """A row written ``pending`` ahead of its attempt (see
-        :mod:`cronctl.runtime.waiters`) was dispatched at ``at``: it becomes ``running``
+        :mod:`cronctl.runtime.fire.waiters`) was dispatched at ``at``: it becomes ``running``
         with the next flush, ahead of any final status."""
         with self._lock:
             first = not self._pending and not self._starts
@@ -170,7 +170,7 @@ class FinalBatch:
             if eid in self._lost:  # its start was refused: the row is someone else's
                 self._lost.discard(eid)
                 self._drain(eid)
-                fenced(self._store, eid, status, token)
+                report_fenced(self._store, eid, status, token)
                 continue
             when = begun.pop(eid, None)
             if when is not None:
@@ -205,10 +205,11 @@ class FinalBatch:
                 finals, done[len(begun) + len(stamped):], strict=True):
             self._drain(eid)
             if not ok:
-                fenced(self._store, eid, status, token)
+                report_fenced(self._store, eid, status, token)
 
 
-def fenced(store: Store, execution_id: int, status: ExecutionStatus, token: int | None) -> None:
+def report_fenced(store: Store, execution_id: int, status: ExecutionStatus,
+                  token: int | None) -> None:
     """The store refused the final status of an attempt this node ran: its row was
     closed (or claimed) elsewhere, by the recovery of a node that judged this one dead.
     SPEC section 4 "Fencing": never silently; name both executions."""

@@ -5,7 +5,7 @@ already started.
 The relay mirrors the core's slot queue: it is open only while every attempt in that
 queue is staged, in the same order (``core.slot_waiting`` equals what is staged and not
 yet admitted). A tracked attempt is staged with its place in the queue and becomes
-takeable once its ``pending`` row is written (:mod:`cronctl.runtime.waiters`): no handler
+takeable once its ``pending`` row is written (:mod:`cronctl.runtime.fire.waiters`): no handler
 starts before its row is committed. An attempt that cannot be staged (a single_instance
 or serial group job's: their guard locks are taken with the row at the start; a retry
 or a recovered attempt; a command; an ``async def`` handler; a job whose
@@ -24,20 +24,16 @@ import logging
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from cronctl.core import Action, Decision, Enqueue, Fire, WaitReason
+from cronctl.core import Enqueue, Fire, SchedulerCore, WaitReason
 from cronctl.core import needs_store as is_tracked
-from cronctl.dispatch.base import DispatchRequest
+from cronctl.dispatch.base import DispatchRequest, LogSink
 from cronctl.dispatch.relay import Relay, Staged
 from cronctl.jobs.model import JobDefinition
-from cronctl.runtime.handled import SCHEDULED
-from cronctl.runtime.logsetup import ids
-from cronctl.runtime.records import Run, locks_for
-from cronctl.runtime.waiters import IN_FLIGHT
-
-if TYPE_CHECKING:
-    from cronctl.runtime.firing import Firing
+from cronctl.runtime.fire.records import locks_for
+from cronctl.runtime.fire.waiters import IN_FLIGHT, WaiterRows
+from cronctl.runtime.inbox import Done, Message, Post
 
 log = logging.getLogger("cronctl.runtime")
 # A staged attempt is not taken by a worker later than this before the core could expire
@@ -48,21 +44,39 @@ CHUNK = 64  # staged fires handed to the workers at a time
 YIELD = 0.05  # longest the completions wait while workers start staged fires
 
 
-def _posted(post: Callable[[tuple[object, ...]], None], staged: Staged, outcome: Any) -> None:
-    post(("done", staged, outcome))
+def _posted(post: Post, staged: Staged, outcome: Any) -> None:
+    post(Done(staged, outcome))
 
 
 class RelayedFires:
-    def __init__(self, firing: Firing) -> None:
-        self.firing = firing
-        dispatcher: Any = firing.dispatcher
+    """The relay's bookkeeping on the scheduler thread. It reads the fire path through
+    what it is given here, and never starts, records or finishes an attempt itself: an
+    attempt a worker started is handed back by :meth:`adopt_started` for the fire path to
+    record."""
+
+    def __init__(
+        self, dispatcher: object, *, core: SchedulerCore, waiters: WaiterRows,
+        persistent: bool, post: Post, mono: Callable[[], float],
+        clock: Callable[[], datetime], sink_of: Callable[[JobDefinition], LogSink],
+        sink_for: Callable[[int], LogSink], stopping: Callable[[], bool],
+        store_down: Callable[[], bool],
+    ) -> None:
+        self._core = core
+        self._waiters = waiters
+        self._persistent = persistent
+        self._post = post
+        self._mono = mono
+        self._sink_of = sink_of
+        self._sink_for = sink_for
+        self._stopping = stopping
+        self._store_down = store_down
         relay = getattr(dispatcher, "relay", None)
         self._stage: Callable[..., bool] | None = getattr(dispatcher, "stage", None)
         self.relay: Relay | None = relay if isinstance(relay, Relay) else None
         if self.relay is None:
             self._stage = None
         else:  # (the runtime's clocks: tests inject theirs)
-            self.relay.mono, self.relay.wall = firing.mono, firing.clock
+            self.relay.mono, self.relay.wall = mono, clock
         self.enabled = self._stage is not None
         self.open = self.enabled
         self.pending: dict[str, Staged] = {}  # staged, not admitted by the core yet
@@ -88,7 +102,7 @@ class RelayedFires:
                 or occurrence in self.pending):
             self.close()
             return
-        staged = Staged(occurrence, self.firing.mono()
+        staged = Staged(occurrence, self._mono()
                         + (job.misfire_threshold - MARGIN).total_seconds(), self.not_before)
         staged.ready = not is_tracked(job)  # (a tracked one: once its row is written)
         self.pending[occurrence] = staged
@@ -97,16 +111,16 @@ class RelayedFires:
     def _push(self, most: int) -> None:
         """Stage (up to ``most`` of) this wake's candidates, handing them to the workers in
         chunks (the first fires run while the rest are built)."""
-        f, stage, relay = self.firing, self._stage, self.relay
+        stage, relay = self._stage, self.relay
         assert stage is not None and relay is not None
         candidates = self._candidates[:most]
         del self._candidates[:most]
-        post, chunk = f.post, list[Staged]()
+        post, chunk = self._post, list[Staged]()
         for staged, a, job in candidates:
             if not staged.ready:  # its place in the queue now, its context with its row
                 self._unready[staged.occurrence_id] = (staged, a, job)
             elif not stage(DispatchRequest(job, staged.occurrence_id, a.planned, 1, a.origin),
-                           f.sink_of(job), partial(_posted, post, staged), staged):
+                           self._sink_of(job), partial(_posted, post, staged), staged):
                 relay.push(chunk)
                 self.close()  # (this one and those behind it start the ordinary way)
                 return
@@ -122,22 +136,22 @@ class RelayedFires:
         final statuses, as for any waiter: see waiters.py)."""
         if not self._unready:
             return
-        f, stage = self.firing, self._stage
+        stage = self._stage
         assert stage is not None
-        if f.health is not None and f.health.down:
+        if self._store_down():
             self.close()
             return
         for occurrence, (staged, a, job) in list(self._unready.items()):
             if staged.revoked:
                 del self._unready[occurrence]
                 continue
-            row = f.waiters.row(a.job_id, occurrence)
+            row = self._waiters.row(a.job_id, occurrence)
             if row == IN_FLIGHT:
                 continue
             del self._unready[occurrence]
             request = DispatchRequest(job, occurrence, a.planned, 1, a.origin, row)
-            if row is None or not stage(request, f.flusher.sink_for(row),
-                                        partial(_posted, f.post, staged), staged):
+            if row is None or not stage(request, self._sink_for(row),
+                                        partial(_posted, self._post, staged), staged):
                 self.close()  # (it and those behind it start the ordinary way)
                 return
             staged.ready = True
@@ -147,8 +161,8 @@ class RelayedFires:
             return False
         if not is_tracked(job):
             return True
-        f = self.firing  # a tracked waiter: if its row is written ahead (waiters.py)
-        return f.store.persistent and f.waiters.enabled and not locks_for(job)
+        # a tracked waiter: if its row is written ahead (waiters.py)
+        return self._persistent and self._waiters.enabled and not locks_for(job)
 
     def settle(self, *admitted: Iterable[Fire], first: bool = False) -> None:
         """Before the wake's fires start (``first``: a first chunk, for the workers those
@@ -156,14 +170,14 @@ class RelayedFires:
         mirrors the core's queue (``admitted``: fires the core admitted, not bound yet)."""
         if not self.enabled:
             return
-        if self.firing.stopping:  # nothing starts any more (SPEC section 3)
+        if self._stopping():  # nothing starts any more (SPEC section 3)
             if self.open or self._candidates:
                 self.close()
             return
         pending = self.pending
         soon = sum(1 for fires in admitted for a in fires
                    if a.occurrence_id in pending) if pending else 0
-        waiting = self.firing.core.slot_waiting
+        waiting = self._core.slot_waiting
         if self.open and waiting == len(pending) - soon:
             if self._candidates:
                 self._push(CHUNK if first else len(self._candidates))
@@ -187,8 +201,7 @@ class RelayedFires:
         if self.pending:  # what is left: started, waiting for the core to admit them
             self.pending = {k: s for k, s in self.pending.items() if s.started is not None}
 
-    def settled_for(self, msg: tuple[Any, ...], put: Callable[[tuple[Any, ...]], None]
-                    ) -> bool:
+    def settled_for(self, msg: Message, put: Post) -> bool:
         """Before a reload changes the core's slot queue: staged fires are taken back. While
         fires a worker started wait for the core to admit them (the completions that let
         them start are still in the inbox), ``msg`` goes back to the inbox, once."""
@@ -226,50 +239,18 @@ class RelayedFires:
         assert self.relay is not None
         return None if self.relay.claim(s) else s
 
-    def adopt_started(self, fires: list[Fire]) -> tuple[list[Fire], list[Action]]:
-        """Of the fires the core admitted: (those to dispatch, the follow-up actions of those
-        a worker started, which are recorded as running)."""
+    def adopt_started(self, fires: list[Fire]) -> tuple[list[Fire], list[tuple[Fire, Staged]]]:
+        """Of the fires the core admitted: (those to dispatch, those a worker started with
+        their staged attempts, to be recorded as running since then)."""
         rest: list[Fire] = []
-        follow: list[Action] = []
+        started: list[tuple[Fire, Staged]] = []
         for a in fires:
             staged = self.admitted(a)
             if staged is None:
                 rest.append(a)
-                continue
-            done = self.adopt(a, staged)
-            if done is not None:
-                follow.extend(done.actions)
-        return rest, follow
-
-    def adopt(self, a: Fire, s: Staged) -> Decision | None:
-        """Record ``a`` as running since a worker started it; its outcome, if it came
-        already, is handed to the core now."""
-        f = self.firing
-        execution = s.run[0]
-        job: JobDefinition = execution.request.job
-        started = s.started
-        assert started is not None  # (adopted: a worker started it)
-        eid: int | None = execution.request.execution_id
-        if eid is not None:  # tracked: its row was written while it waited
-            f.waiters.take(a)
-            f.finals.started(eid, started)
-            if a.origin in SCHEDULED:
-                f.handled.cursor(job.id, a.planned)
-        run = Run(a, job, eid, handle=s.handle, started=started)
-        f.running[a.key] = run
-        s.key = a.key
-        f.fired += 1
-        f.lateness.append((started - a.due).total_seconds())
-        f.watch.started(run)
-        if f.triggers:
-            f.trigger_done(a.occurrence_id, eid, None)
-        f.wakelog.fired(job.id, eid, a.planned, a.attempt, a.origin)
-        outcome = s.outcome
-        if outcome is None:
-            return None
-        log.debug("relayed job=%s ended before it was admitted", job.id, extra=ids(job.id))
-        return f.core.on_complete(a.key, outcome.status, outcome.error, f.clock(),
-                                  mono=f.mono())
+            else:
+                started.append((a, staged))
+        return rest, started
 
     def outcome(self, s: Staged, outcome: Any) -> Any:
         """A relayed attempt ended: the core's key, or None (kept until it is admitted,

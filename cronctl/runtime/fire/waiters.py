@@ -9,7 +9,7 @@ up to :data:`WRITE_AHEAD` rows at a time, the first smaller), once the wake's ow
 are dispatched: the scheduler thread goes on dispatching while they are written. When a
 waiter's :class:`~cronctl.core.Fire` comes it is dispatched at once if its row is
 committed, and the row becomes ``running`` on the I/O thread
-(:meth:`~cronctl.runtime.batches.FinalBatch.started`), ahead of its final status; if its
+(:meth:`~cronctl.runtime.fire.batches.FinalBatch.started`), ahead of its final status; if its
 row is being written, the fire is held until the batch lands (:meth:`WaiterRows.land`,
 on the scheduler thread, woken by ``post``). A waiter whose row was not asked for yet
 when its slot frees takes the usual path (its row inserted ``running`` before
@@ -31,7 +31,7 @@ from datetime import datetime
 
 from cronctl.core import Enqueue, Fire, needs_store
 from cronctl.jobs.model import ExecutionStatus, JobDefinition
-from cronctl.runtime.records import first_line, locks_for
+from cronctl.runtime.fire.records import first_line, locks_for
 from cronctl.store.base import NewExecution, Store, StoreUnavailable
 
 log = logging.getLogger("cronctl.runtime")

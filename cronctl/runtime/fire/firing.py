@@ -2,7 +2,7 @@
 
 Runs on the scheduler thread. For a tracked fire, in order: (single_instance) a fencing
 token; insert the ``running`` row together with its guard locks (single_instance overlap,
-serial group: :mod:`cronctl.runtime.records`) in the wake's one transaction (for
+serial group: :mod:`cronctl.runtime.fire.records`) in the wake's one transaction (for
 single_instance this insert IS the election: a loser skips silently); dispatch; only
 then queue the cursor write. Final
 statuses, log drains and cursor batches go to the I/O thread so a slow store delays
@@ -39,25 +39,25 @@ from cronctl.dispatch.base import Dispatcher, DispatchRequest, LogSink, Outcome
 from cronctl.dispatch.logbuffer import LogFlusher, ProcessLogSink
 from cronctl.dispatch.relay import Staged
 from cronctl.jobs.model import ExecutionStatus, JobDefinition
-from cronctl.runtime import records
-from cronctl.runtime.ahead import RetryRows
-from cronctl.runtime.batches import FinalBatch
-from cronctl.runtime.early import EarlyFires
-from cronctl.runtime.handled import SCHEDULED, Handled
+from cronctl.runtime.fire import records
+from cronctl.runtime.fire.batches import FinalBatch
+from cronctl.runtime.fire.early import EarlyFires
+from cronctl.runtime.fire.handled import SCHEDULED, Handled
+from cronctl.runtime.fire.records import REMOTE_RETRY, Ready, Run, first_line, locks_for
+from cronctl.runtime.fire.relaying import RelayedFires
+from cronctl.runtime.fire.resolving import Targets
+from cronctl.runtime.fire.retryrows import RetryRows
+from cronctl.runtime.fire.rowwrites import RowWrites
+from cronctl.runtime.fire.waiters import IN_FLIGHT, WaiterRows
+from cronctl.runtime.fire.wakelog import WakeLog
+from cronctl.runtime.fire.watch import NullWatch, Watch
 from cronctl.runtime.health import DatabaseHealth
+from cronctl.runtime.inbox import Done, Post, WaitersLanded
 from cronctl.runtime.io import IoWorker
 from cronctl.runtime.logsetup import ids
-from cronctl.runtime.records import REMOTE_RETRY, Ready, Run, first_line, locks_for
-from cronctl.runtime.relaying import RelayedFires
-from cronctl.runtime.rowwrites import RowWrites
-from cronctl.runtime.waiters import IN_FLIGHT, WaiterRows
-from cronctl.runtime.wakelog import WakeLog
-from cronctl.runtime.watch import NullWatch, Watch
 from cronctl.store.base import Store, StoreUnavailable, job_lock
 
 log = logging.getLogger("cronctl.runtime")
-_SCHEDULED = SCHEDULED
-_LIVE = (ExecutionStatus.PENDING, ExecutionStatus.RUNNING)
 
 
 FINAL_DELAY = 0.025  # seconds the final statuses of a burst gather for one transaction
@@ -68,7 +68,7 @@ class Firing(RowWrites):
     def __init__(
         self, *, core: SchedulerCore, store: Store, dispatcher: Dispatcher,
         flusher: LogFlusher, io: IoWorker, node_id: str, clock: Callable[[], datetime],
-        post: Callable[[tuple[object, ...]], None],
+        post: Post,
         mono: Callable[[], float],
     ) -> None:
         self.core = core
@@ -89,7 +89,7 @@ class Firing(RowWrites):
         self._fires: list[Fire] = []  # deferred to the end of the batch (see ``batch``)
         self._batching = 0
         self.stopping = False  # set by the Scheduler when a stop begins
-        self.unresolved: set[str] = set()
+        self.targets = Targets(dispatcher)
         self.lost_recoveries: set[int] = set()
         # When interrupted attempts handed to recovery really ended (their process group
         # ended, or their node was last known alive): the time their rows are closed with.
@@ -103,17 +103,22 @@ class Firing(RowWrites):
         self.group_index: dict[str, list[str]] = {}  # serial group -> job ids (set on load)
         self.health: DatabaseHealth | None = None  # set by the Scheduler
         self.watch: Watch = NullWatch()  # metrics and notifications (set by the Scheduler)
-        self.ahead = RetryRows(store, node_id=node_id, clock=clock, submit=io.submit,
+        self.retry_rows = RetryRows(store, node_id=node_id, clock=clock, submit=io.submit,
                                unavailable=self._health_failed)
         # The waiters' rows have a writer of their own: queued behind the I/O thread's
         # final statuses of the previous second, a burst's next fires waited for them.
         self.rows_io = IoWorker("cronctl-rows")
         self.waiters = WaiterRows(store, node_id=node_id, submit=self._to_rows_writer,
                                   unavailable=self._health_failed,
-                                  post=lambda: post(("waiters",)))
+                                  post=lambda: post(WaitersLanded()))
         self.held: list[Fire] = []  # fires whose rows the I/O thread is writing
         self.early = EarlyFires()  # admitted ahead of their instant (Scheduler._ahead)
-        self.relayed = RelayedFires(self)  # waiting fires the workers start (relaying.py)
+        # Waiting fires the workers start (relaying.py).
+        self.relayed = RelayedFires(
+            dispatcher, core=core, waiters=self.waiters, persistent=store.persistent,
+            post=post, mono=mono, clock=clock, sink_of=self.sink_of,
+            sink_for=flusher.sink_for, stopping=lambda: self.stopping,
+            store_down=lambda: self.health is not None and self.health.down)
 
     # --- the action loop -------------------------------------------------------------------
 
@@ -146,8 +151,11 @@ class Firing(RowWrites):
                 if not fires:
                     continue
             if relayed.pending:  # those a worker started already are recorded as running
-                fires, follow = relayed.adopt_started(fires)
-                self._run(follow)
+                fires, started = relayed.adopt_started(fires)
+                for a, staged in started:
+                    done = self._adopt(a, staged)
+                    if done is not None:
+                        self._run(done.actions)
             self._run(self._hold_back(fires) if self.stopping else self._fire_all(fires))
         relayed.settle(self.early)
         down = self.stopping or (self.health is not None and self.health.down)
@@ -292,28 +300,15 @@ class Firing(RowWrites):
             return self._release(a, now, "job no longer defined")
         if a.recovered_from is not None and a.recovered_from in self.lost_recoveries:
             return self._release(a, now, "recovered by another node")
-        try:
-            self.dispatcher.resolve(job)
-        except Exception as exc:
-            first = job.id not in self.unresolved
-            self.unresolved.add(job.id)
-            log.log(logging.ERROR if first else logging.DEBUG,
-                    "skipped job=%s target=%s: target cannot be resolved: %s%s", job.id,
-                    job.target, first_line(exc),
-                    " (repeats are logged at DEBUG until it resolves)" if first else "",
-                    extra=ids(job.id))
-            return self._release(a, now, f"target cannot be resolved: {first_line(exc)}",
-                                 skip=SkipReason.UNRESOLVED_TARGET)
-        if job.id in self.unresolved:
-            self.unresolved.discard(job.id)
-            log.info("target resolves again job=%s target=%s", job.id, job.target,
-                     extra=ids(job.id))
+        why = self.targets.resolve(job)
+        if why is not None:
+            return self._release(a, now, why, skip=SkipReason.UNRESOLVED_TARGET)
         if not is_tracked(job):
             return Ready(a, job, False)
         health = self.health
         if health is not None and health.down:
             return self.core.unavailable(a.key, now, mono=self.mono())  # it remembers
-        row = a.row if a.attempt == 1 else self.ahead.row_for(a)
+        row = a.row if a.attempt == 1 else self.retry_rows.row_for(a)
         if row is None and a.attempt == 1:
             written = self.waiters.take(a)
             if written == IN_FLIGHT:  # started when its batch lands (see landed)
@@ -331,7 +326,7 @@ class Firing(RowWrites):
         job = self.core.job(a.job_id)
         if (job is not None and is_tracked(job) and self.store.persistent
                 and not (self.health is not None and self.health.down)):
-            self.ahead.write(a, job)  # a pending row: survives a stop or a crash
+            self.retry_rows.write(a, job)  # a pending row: survives a stop or a crash
 
     def _launch(self, r: Ready) -> Decision | None:
         a, job, execution_id = r.fire, r.job, r.execution_id
@@ -348,26 +343,53 @@ class Firing(RowWrites):
         key = a.key
         try:
             run.handle = self.dispatcher.start(
-                request, sink, lambda outcome: self.post(("done", key, outcome)))
+                request, sink, lambda outcome: self.post(Done(key, outcome)))
         except Exception as exc:
             log.error("dispatch failed job=%s exec=%s: %s", job.id, execution_id,
                       first_line(exc), extra=ids(job.id, execution_id))
             return self.core.on_complete(key, ExecutionStatus.FAILED,
                                          f"dispatch failed: {first_line(exc)}", self.clock(),
                                          mono=self.mono())
-        started = run.started = self.clock()
-        if r.written:
-            assert execution_id is not None
-            self.finals.started(execution_id, started)
+        self._began(run, self.clock(), written=r.written)
+        return None
+
+    def _adopt(self, a: Fire, s: Staged) -> Decision | None:
+        """Record ``a`` as running since a worker of the relay started it; its outcome, if
+        it came already, is handed to the core now."""
+        execution = s.run[0]
+        job: JobDefinition = execution.request.job
+        started = s.started
+        assert started is not None  # (adopted: a worker started it)
+        eid: int | None = execution.request.execution_id
+        if eid is not None:  # tracked: its row was written while it waited
+            self.waiters.take(a)
+        run = Run(a, job, eid, handle=s.handle)
+        self.running[a.key] = run
+        s.key = a.key
+        self._began(run, started, written=eid is not None)
+        outcome = s.outcome
+        if outcome is None:
+            return None
+        log.debug("relayed job=%s ended before it was admitted", job.id, extra=ids(job.id))
+        return self.core.on_complete(a.key, outcome.status, outcome.error, self.clock(),
+                                     mono=self.mono())
+
+    def _began(self, run: Run, started: datetime, *, written: bool) -> None:
+        """``run`` started at ``started`` (dispatched here, or by a relay worker): what is
+        recorded of every start."""
+        a, job, eid = run.fire, run.job, run.execution_id
+        run.started = started
+        if written:  # its row was written as pending: it becomes running
+            assert eid is not None
+            self.finals.started(eid, started)
         self.fired += 1
         self.lateness.append((started - a.due).total_seconds())
         self.watch.started(run)
-        if execution_id is not None and a.origin in _SCHEDULED:
+        if eid is not None and a.origin in SCHEDULED:
             self.handled.cursor(job.id, a.planned)
         if self.triggers:
-            self.trigger_done(a.occurrence_id, execution_id, None)
-        self.wakelog.fired(job.id, execution_id, a.planned, a.attempt, a.origin)
-        return None
+            self.trigger_done(a.occurrence_id, eid, None)
+        self.wakelog.fired(job.id, eid, a.planned, a.attempt, a.origin)
 
     def _blocked(self, r: Ready, key: str, now: datetime) -> Decision:
         """A guard lock of ``r`` is held on another node (the store wrote nothing)."""
@@ -380,7 +402,7 @@ class Firing(RowWrites):
     def _release(self, a: Fire, now: datetime, why: str, *,
                  skip: SkipReason | None = None) -> Decision:
         self.trigger_done(a.occurrence_id, None, why)
-        self.ahead.close(a, why)
+        self.retry_rows.close(a, why)
         self.waiters.forget(a)
         return self.core.release(a.key, now, skip=skip, mono=self.mono())
 
@@ -459,27 +481,8 @@ class Firing(RowWrites):
     def _skip(self, a: Skip) -> None:
         self.handled.skip(a)
         self.waiters.skipped(a.job_id, a.planned, a.last)
-        if a.reason is SkipReason.REMOVED and len(self.ahead):
-            self.ahead.close_removed(a.job_id, a.planned)
-
-    def _close_interrupted(self, a: CloseInterrupted) -> None:
-        ended = self.ended.pop(a.execution_id, None) or self.clock()
-        try:
-            won = self.store.transition(
-                a.execution_id, _LIVE, a.status, finished_at=ended,
-                error="interrupted: its scheduler stopped before it finished")
-        except Exception as exc:
-            won = False
-            if isinstance(exc, StoreUnavailable):
-                self._health_failed(exc)
-            log.warning("could not close interrupted exec=%s: %s", a.execution_id,
-                        first_line(exc))
-        if won:
-            self.watch.interrupted(a)
-            log.warning("recovered job=%s exec=%s status=%s", a.job_id, a.execution_id,
-                        a.status.value, extra=ids(a.job_id, a.execution_id))
-        else:
-            self.lost_recoveries.add(a.execution_id)  # someone else recovers it
+        if a.reason is SkipReason.REMOVED and len(self.retry_rows):
+            self.retry_rows.close_removed(a.job_id, a.planned)
 
     def trigger_done(self, occurrence_id: str, execution_id: int | None,
                       error: str | None) -> None:

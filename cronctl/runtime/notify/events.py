@@ -1,12 +1,12 @@
 """Notifications (SPEC section 7): which events happen, who sends them, and their JSON.
 
-The fire path calls the :class:`~cronctl.runtime.watch.Watch` hooks of
+The fire path calls the :class:`~cronctl.runtime.fire.watch.Watch` hooks of
 :class:`Notifications` on the scheduler thread; each hook only looks up the job's
 resolved ``notify`` (its table over the global ``[notify]``) and, when the event is
 wanted, puts a small tuple on a bounded queue. The notification thread turns those into
 events, asks the store what it must (did the previous occurrence fail? did another node
 already send this decision?), checks for ``late`` occurrences about once a second, and
-hands the events to :class:`~cronctl.runtime.notify_delivery.Delivery`.
+hands the events to :class:`~cronctl.runtime.notify.delivery.Delivery`.
 
 Once per cluster: an execution's events come from the node that ran it (``recovered``
 too). A decision several nodes may take alike (``late``, a ``missed`` set, a ``skipped``
@@ -30,10 +30,10 @@ from cronctl.durations import format_duration
 from cronctl.ids import occurrence_id, utc_iso
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode, Origin
 from cronctl.jobs.notify import NotifySpec
+from cronctl.runtime.fire.records import Run, first_line
 from cronctl.runtime.logsetup import ids
-from cronctl.runtime.notify_delivery import Delivery
-from cronctl.runtime.notify_late import LateChecker
-from cronctl.runtime.records import Run, first_line
+from cronctl.runtime.notify.delivery import Delivery
+from cronctl.runtime.notify.late import LateChecker
 from cronctl.store.base import Store
 
 log = logging.getLogger("cronctl.runtime")
@@ -63,7 +63,7 @@ def event(kind: str, job: str, node: str, at: datetime, *, occurrence: str | Non
 
 
 class Notifications:
-    """The notification side of the :class:`~cronctl.runtime.watch.Watch`."""
+    """The notification side of the :class:`~cronctl.runtime.fire.watch.Watch`."""
 
     def __init__(self, *, base: NotifySpec, node_id: str, store: Store,
                  clock: Callable[[], datetime], job_of: Callable[[str], JobDefinition | None],

@@ -8,17 +8,13 @@ methods do nothing.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from cronctl.core import CloseInterrupted, JobState, Missed, Skip
 from cronctl.jobs.model import ExecutionStatus
-from cronctl.runtime.records import Run
-
-if TYPE_CHECKING:
-    from cronctl.runtime.scheduler import Scheduler
+from cronctl.runtime.fire.records import Run
 
 W = TypeVar("W")
 
@@ -150,32 +146,3 @@ def find_watch(watch: Watch, kind: type[W]) -> W | None:
     if isinstance(watch, kind):
         return watch
     return watch.find(kind) if isinstance(watch, Fanout) else None
-
-
-def watch_for(scheduler: Scheduler) -> Watch:
-    """Metrics when ``[metrics]`` asks for them, then notifications (which cost nothing
-    per fire beyond a lookup while no job has anywhere to send to)."""
-    from cronctl.runtime.notify_events import Notifications
-
-    s = scheduler
-    metrics = None
-    if s.config.metrics_listen is not None:
-        from cronctl.runtime.metrics import Metrics
-
-        metrics = Metrics.for_scheduler(s)
-    notes = Notifications(base=s.config.notify, node_id=s.config.node_id, store=s.store,
-                          clock=s.clock, job_of=s.core.job, jobs=lambda: s._jobs,
-                          store_down=lambda: s.health.down,
-                          failed=metrics.notify_failures.inc if metrics else lambda: None)
-    return Fanout(metrics, notes) if metrics is not None else notes
-
-
-def serving(scheduler: Scheduler) -> contextlib.AbstractContextManager[None]:
-    """Serve ``/metrics`` and ``/healthz`` while inside, when ``[metrics] listen`` is set
-    (prometheus_client is imported only then)."""
-    listen = scheduler.config.metrics_listen
-    if listen is None:
-        return contextlib.nullcontext()
-    from cronctl.runtime.metrics import Metrics, serve_metrics
-
-    return serve_metrics(listen, find_watch(scheduler.watch, Metrics))

@@ -2,7 +2,7 @@
 records of instants that did not run (SPEC section 4, the ledger), the job cursors
 (every_instance jobs: also this node's own), the log lines, and the metrics hooks.
 
-The writes go to a :class:`~cronctl.runtime.batches.CursorBatch` that the I/O thread
+The writes go to a :class:`~cronctl.runtime.fire.batches.CursorBatch` that the I/O thread
 flushes; nothing here touches the store on the scheduler thread."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from datetime import datetime
 
 from cronctl.core import Missed, SchedulerCore, Skip, SkipReason, needs_store
 from cronctl.jobs.model import Mode, Origin
-from cronctl.runtime.batches import CursorBatch
+from cronctl.runtime.fire.batches import CursorBatch
+from cronctl.runtime.fire.watch import Watch
 from cronctl.runtime.logsetup import ids
-from cronctl.runtime.watch import Watch
 from cronctl.store.base import SkipRun
 
 log = logging.getLogger("cronctl.runtime")

@@ -1,0 +1,101 @@
+"""What the scheduler asks of the store on a timer, off its own thread: the node's row and
+heartbeat, cancel and trigger requests, paused jobs, and the probe that ends an outage.
+
+Each poll runs on the I/O thread (the heartbeat on the liveness thread) and hands what it
+found to the scheduler thread as an inbox message (:mod:`cronctl.runtime.inbox`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Callable, Iterable
+from datetime import datetime, timedelta
+
+from cronctl import processes
+from cronctl.runtime.health import DatabaseHealth
+from cronctl.runtime.inbox import Cancel, Paused, Post, Trigger
+from cronctl.store.base import Store
+
+log = logging.getLogger("cronctl.runtime")
+
+
+class StorePolls:
+    """The node's registration and the store polls of one scheduler."""
+
+    def __init__(self, store: Store, *, node_id: str, ttl: timedelta,
+                 clock: Callable[[], datetime], post: Post, health: DatabaseHealth,
+                 flush: Callable[[], None]) -> None:
+        self.store = store
+        self.node_id = node_id
+        self.ttl = ttl
+        self.clock = clock
+        self.post = post
+        self.health = health
+        self._flush = flush  # cursors and final statuses that waited for the store
+        self.host = socket.gethostname()
+        self.identity = processes.identity(os.getpid())
+        self.known: frozenset[str] = frozenset()  # the job ids this node schedules
+        self.paused_seen: set[str] | None = None  # as the core last heard (None: tell all)
+
+    def jobs_are(self, job_ids: Iterable[str], paused: set[str] | None = None) -> None:
+        """The job set changed (start-up: ``paused`` as the core got it; a reload: None,
+        so the next pause poll reports every job: one that came back may have been paused
+        meanwhile)."""
+        self.known = frozenset(job_ids)
+        self.paused_seen = paused
+
+    def register(self, now: datetime) -> None:
+        self.store.register_node(self.node_id, self.host, os.getpid(), now, ttl=self.ttl,
+                                 process_start=self.identity)
+
+    def heartbeat(self) -> None:
+        """On the liveness thread; a row that is gone (or taken over after this node was
+        judged dead) is registered again."""
+        now = self.clock()
+        if not self.store.heartbeat(self.node_id, now, host=self.host, pid=os.getpid()):
+            log.warning("node %s was no longer registered (judged dead?); registering again",
+                        self.node_id)
+            self.register(now)
+
+    def probe(self) -> None:
+        """Is the store back? Write what waited for it: the heartbeat, cursors of fires
+        confirmed before the outage, final statuses of executions that ended during it."""
+        now = self.clock()
+        if not self.store.heartbeat(self.node_id, now, host=self.host, pid=os.getpid()):
+            self.register(now)
+        self._flush()
+
+    def while_up(self, fn: Callable[[], object]) -> Callable[[], None]:
+        """``fn``, skipped while the store is unreachable (the probe alone tries it)."""
+        def run() -> None:
+            if not self.health.down:
+                fn()
+        return run
+
+    def requests(self, live: list[int], *, stopping: bool) -> None:
+        """Cancel requests for the executions running here, then trigger requests."""
+        if self.health.down:
+            return
+        if live:
+            cancelled = self.store.cancel_requested(live)
+            if cancelled:
+                self.post(Cancel(cancelled))
+        if stopping:
+            return
+        for req in self.store.take_triggers(self.node_id, job_ids=self.known, now=self.clock()):
+            self.post(Trigger(req.job_id, req.origin, req.scheduled_at, req.id, None))
+
+    def paused(self) -> None:
+        """Tell the core which jobs were paused or resumed since the last poll."""
+        known = self.known
+        paused = self.store.paused_job_ids() & known
+        seen = self.paused_seen
+        if seen is None:
+            changes = {job_id: job_id in paused for job_id in known}
+        else:
+            changes = {job_id: job_id in paused for job_id in paused ^ seen}
+        self.paused_seen = paused
+        if changes:
+            self.post(Paused(changes))
