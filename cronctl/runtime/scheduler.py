@@ -120,7 +120,7 @@ class Scheduler:
             recover=lambda rows, ends: self._inbox.put(Recover(rows, ends)),
             unavailable=self.health.failed, down=lambda: self.health.down)
         f = self.firing
-        self.lookahead = Lookahead(self.core, early=f.early, relayed=f.relayed,
+        self.lookahead = Lookahead(self.core, held=f.held, relayed=f.relayed,
                                    execute=f.execute, slots=config.max_concurrent_jobs,
                                    slice_=TICK_SLICE)
         self.watch = f.watch = watch_for(self)  # metrics (section 7), notifications
@@ -224,7 +224,7 @@ class Scheduler:
         """True once nothing runs or waits (tests and the benchmark)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if not (self.firing.running or self.core.waiting or self.firing.early):
+            if not (self.firing.running or self.core.waiting or self.firing.held):
                 return True
             time.sleep(0.01)
         return False
@@ -291,7 +291,7 @@ class Scheduler:
             stop = self._handle(msg)
             if stop is not None:
                 self._stopping = self.firing.stopping = True
-                self.firing.release_early(self.clock())  # (given back: nothing starts)
+                self.firing.release_due(self.clock())  # (given back: nothing starts)
                 self.notifier.notify("STOPPING=1\nSTATUS=stopping")
                 grace = stop if stop >= 0 else self.config.shutdown_timeout.total_seconds()
                 deadline = self.mono() + grace
@@ -304,7 +304,7 @@ class Scheduler:
 
     def _tick(self) -> None:
         now, mono = self.clock(), self.mono()
-        self.firing.release_early(now)
+        self.firing.release_due(now)
         try:
             decision = self.core.tick(now, mono=mono, budget=TICK_SLICE)
         except ClockSkewError as exc:

@@ -41,8 +41,8 @@ from cronctl.dispatch.relay import Staged
 from cronctl.jobs.model import ExecutionStatus, JobDefinition
 from cronctl.runtime.fire import records
 from cronctl.runtime.fire.batches import FinalBatch
-from cronctl.runtime.fire.early import EarlyFires
 from cronctl.runtime.fire.handled import SCHEDULED, Handled
+from cronctl.runtime.fire.holding import HeldFires
 from cronctl.runtime.fire.records import REMOTE_RETRY, Ready, Run, first_line, locks_for
 from cronctl.runtime.fire.relaying import RelayedFires
 from cronctl.runtime.fire.resolving import Targets
@@ -111,8 +111,7 @@ class Firing(RowWrites):
         self.waiters = WaiterRows(store, node_id=node_id, submit=self._to_rows_writer,
                                   unavailable=self._health_failed,
                                   post=lambda: post(WaitersLanded()))
-        self.held: list[Fire] = []  # fires whose rows the I/O thread is writing
-        self.early = EarlyFires()  # admitted ahead of their instant (Scheduler._ahead)
+        self.held = HeldFires()  # admitted, held until their instant or their row
         # Waiting fires the workers start (relaying.py).
         self.relayed = RelayedFires(
             dispatcher, core=core, waiters=self.waiters, persistent=store.persistent,
@@ -143,11 +142,11 @@ class Firing(RowWrites):
 
     def flush_fires(self) -> None:
         relayed = self.relayed
-        relayed.settle(self._fires, self.early, first=True)  # (for the workers they free)
+        relayed.settle(self._fires, self.held.timed(), first=True)  # (for the workers they free)
         while self._fires:
             fires, self._fires = self._fires, []
             if not self.stopping:  # (decided ahead of their instant: held until it)
-                fires = self.early.hold(fires, self.clock(), self.mono())
+                fires = self.held.until_due(fires, self.clock(), self.mono())
                 if not fires:
                     continue
             if relayed.pending:  # those a worker started already are recorded as running
@@ -157,7 +156,7 @@ class Firing(RowWrites):
                     if done is not None:
                         self._run(done.actions)
             self._run(self._hold_back(fires) if self.stopping else self._fire_all(fires))
-        relayed.settle(self.early)
+        relayed.settle(self.held.timed())
         down = self.stopping or (self.health is not None and self.health.down)
         if self.waiters.wanted and not down:
             self.waiters.write(self.clock())  # after this wake's fires are dispatched
@@ -180,15 +179,14 @@ class Firing(RowWrites):
         staged for the relay get their context)."""
         landed = self.waiters.land()
         self.relayed.landed()
-        if landed and self.held:
-            self._fires.extend(self.held)
-            self.held = []
+        if landed and self.held.for_rows:
+            self._fires.extend(self.held.landed())
         if not self._batching:
             self.flush_fires()
 
-    def release_early(self, now: datetime) -> None:
+    def release_due(self, now: datetime) -> None:
         """Start the fires held for their instant that has come (all of them: stopping)."""
-        due = self.early.due(None if self.stopping else now, self.mono())
+        due = self.held.due(None if self.stopping else now, self.mono())
         if due:
             self._fires.extend(due)
             if not self._batching:
@@ -312,7 +310,7 @@ class Firing(RowWrites):
         if row is None and a.attempt == 1:
             written = self.waiters.take(a)
             if written == IN_FLIGHT:  # started when its batch lands (see landed)
-                self.held.append(a)
+                self.held.until_row(a)
                 return None
             if written is not None:  # no write now: dispatched at once
                 return Ready(a, job, True, execution_id=written, written=True)

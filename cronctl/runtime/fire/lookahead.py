@@ -3,7 +3,7 @@
 When more planned fires are due at the next instant than there are slots, the scheduler
 thread decides them :data:`AHEAD` seconds early, more for a larger burst
 (``SchedulerCore.tick_ahead``): the fires the core admits at once are held until the
-instant (:mod:`cronctl.runtime.fire.early`), the ones that wait for a slot are staged for the
+instant (:mod:`cronctl.runtime.fire.holding`), the ones that wait for a slot are staged for the
 relay (:mod:`cronctl.runtime.fire.relaying`, not taken before the instant). At the instant
 only the hand-off is left: the decisions and the handlers' contexts of a 1,000-job
 second cost the scheduler thread ~20 ms, which every fire's start used to wait behind.
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from cronctl.core import Decision, SchedulerCore
-from cronctl.runtime.fire.early import EarlyFires
+from cronctl.runtime.fire.holding import HeldFires
 from cronctl.runtime.fire.relaying import RelayedFires
 
 AHEAD = 0.25  # seconds before a crowded instant its fires are decided (and staged) ...
@@ -26,10 +26,10 @@ MOST_AHEAD = 2.0
 class Lookahead:
     """When a crowded instant is decided, and deciding it."""
 
-    def __init__(self, core: SchedulerCore, *, early: EarlyFires, relayed: RelayedFires,
+    def __init__(self, core: SchedulerCore, *, held: HeldFires, relayed: RelayedFires,
                  execute: Callable[[Decision], None], slots: int, slice_: int) -> None:
         self.core = core
-        self.early = early
+        self.held = held
         self.relayed = relayed
         self.execute = execute
         self.slots = slots
@@ -55,7 +55,7 @@ class Lookahead:
         """Seconds to the next thing to do: an entry due, a held fire's instant, or the
         moment a crowded instant is decided."""
         wake = self.core.wake_in(now, mono)
-        early = self.early.wait(now, mono)
+        early = self.held.wait(now, mono)
         if early is not None:
             wake = early if wake is None else min(wake, early)
         at = self.next_crowded(now)
