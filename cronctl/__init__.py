@@ -12,19 +12,27 @@ The public Python API: decorate a service class and its operations, and schedule
             ctx.log.info("sending reminders")
 
 and register the class under the ``cronctl.services`` entry-point group of your package.
+
+The names load on first use (PEP 562): every ``cronctl.*`` import runs this module first,
+and ``cronctl next`` must not pay for the job model, logging and threading it does not use.
 """
 
-from cronctl.context import JobContext
-from cronctl.jobs.decorators import cron_job, operation, service
-from cronctl.jobs.model import (
-    DstFold,
-    DstGap,
-    ExecutionStatus,
-    MisfirePolicy,
-    Mode,
-    Origin,
-    OverlapPolicy,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cronctl.context import JobContext
+    from cronctl.jobs.decorators import cron_job, operation, service
+    from cronctl.jobs.model import (
+        DstFold,
+        DstGap,
+        ExecutionStatus,
+        MisfirePolicy,
+        Mode,
+        Origin,
+        OverlapPolicy,
+    )
 
 __version__ = "0.1.0"
 
@@ -42,3 +50,33 @@ __all__ = [
     "operation",
     "service",
 ]
+
+# Each public name and the module that defines it.
+_HOMES = {
+    "JobContext": "cronctl.context",
+    "cron_job": "cronctl.jobs.decorators",
+    "operation": "cronctl.jobs.decorators",
+    "service": "cronctl.jobs.decorators",
+    "DstFold": "cronctl.jobs.model",
+    "DstGap": "cronctl.jobs.model",
+    "ExecutionStatus": "cronctl.jobs.model",
+    "MisfirePolicy": "cronctl.jobs.model",
+    "Mode": "cronctl.jobs.model",
+    "Origin": "cronctl.jobs.model",
+    "OverlapPolicy": "cronctl.jobs.model",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'cronctl' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # later lookups do not come back here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -1,6 +1,7 @@
 """The ``cronctl`` command. Each subcommand lives in its own ``cmd_*`` module with a
-``register(app)`` function; heavy imports (SQLAlchemy, alembic, psycopg) stay inside the
-command bodies so that ``next``, ``validate`` and ``list`` start fast."""
+``register(app)`` function, imported only when its command runs (:data:`COMMANDS`); heavy
+imports (SQLAlchemy, alembic, psycopg) stay inside the command bodies so that ``next``,
+``validate`` and ``list`` start fast."""
 
 from __future__ import annotations
 
@@ -17,8 +18,69 @@ import typer.main
 from cronctl.errors import CronctlError
 from cronctl.options import GlobalOptions
 
+# Each command and the module that defines it, in the order of `cronctl --help` (the
+# everyday commands first). A command's module is imported when that command is run (or
+# when help or completion lists them all): `cronctl next` must not pay for the imports
+# and the typer signatures of seventeen other commands.
+COMMANDS: dict[str, str] = {
+    "validate": "cmd_validate",
+    "list": "cmd_list",
+    "next": "cmd_next",
+    "run": "cmd_run",
+    "trigger": "cmd_trigger",
+    "cancel": "cmd_cancel",
+    "logs": "cmd_logs",
+    "history": "cmd_history",
+    "why": "cmd_why",
+    "replay": "cmd_replay",
+    "pause": "cmd_pause",
+    "resume": "cmd_pause",
+    "status": "cmd_status",
+    "prune": "cmd_prune",
+    "init": "cmd_init",
+    "import-crontab": "cmd_import_crontab",
+    "systemd-unit": "cmd_systemd",
+    "db": "cmd_db",
+}
+
+
+def _load_commands(module_name: str) -> dict[str, Any]:
+    """The click commands one ``cmd_*`` module registers, by name."""
+    import importlib
+
+    module = importlib.import_module(f"cronctl.cli.{module_name}")
+    holder = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    holder.callback()(_no_options)  # always a group, even for a module with one command
+    module.register(holder)
+    group: Any = typer.main.get_command(holder)
+    commands: dict[str, Any] = group.commands
+    return commands
+
+
+def _no_options() -> None:
+    return None
+
+
+class _CommandGroup(typer.core.TyperGroup):
+    """The root group: commands registered on :data:`app` are there from the start (tests
+    register some), the others of :data:`COMMANDS` are built when first asked for."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [*COMMANDS, *(name for name in self.commands if name not in COMMANDS)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = self.commands.get(cmd_name)
+        if command is None and cmd_name in COMMANDS:
+            for name, loaded in _load_commands(COMMANDS[cmd_name]).items():
+                _with_global_options(loaded)
+                self.commands.setdefault(name, loaded)
+            command = self.commands.get(cmd_name)
+        return command
+
+
 app = typer.Typer(
     name="cronctl",
+    cls=_CommandGroup,
     help="A cron scheduler you run as a service.",
     no_args_is_help=True,
     add_completion=True,
@@ -84,38 +146,17 @@ _registered = False
 
 
 def _register_commands() -> None:
-    # Each module adds its commands; the import list is the command list. Once per
-    # process: main() called again in-process (tests, fuzzing) would otherwise register
-    # every command again, and each later call would build a growing command list.
+    """Register every command on :data:`app` now, not when it is run (the documentation
+    tests read them all from ``typer.main.get_command(app)``). Once per process: a second
+    call would register every command again."""
+    import importlib
+
     global _registered
     if _registered:
         return
     _registered = True
-    from cronctl.cli import (
-        cmd_cancel,
-        cmd_db,
-        cmd_history,
-        cmd_import_crontab,
-        cmd_init,
-        cmd_list,
-        cmd_logs,
-        cmd_next,
-        cmd_pause,
-        cmd_prune,
-        cmd_replay,
-        cmd_run,
-        cmd_status,
-        cmd_systemd,
-        cmd_trigger,
-        cmd_validate,
-        cmd_why,
-    )
-
-    # The order here is the order of `cronctl --help`: the everyday commands first.
-    for module in (cmd_validate, cmd_list, cmd_next, cmd_run, cmd_trigger, cmd_cancel,
-                   cmd_logs, cmd_history, cmd_why, cmd_replay, cmd_pause, cmd_status, cmd_prune,
-                   cmd_db, cmd_init, cmd_import_crontab, cmd_systemd):
-        module.register(app)
+    for module_name in dict.fromkeys(COMMANDS.values()):
+        importlib.import_module(f"cronctl.cli.{module_name}").register(app)
 
 
 _GLOBAL_PANEL = "Global options (also accepted before the command)"
@@ -154,21 +195,22 @@ def _global_params() -> list[typer.core.TyperOption]:
     ]
 
 
-def _add_global_options(command: Any) -> None:
+def _with_global_options(command: Any) -> None:
     """SPEC: the global options work on every command, after its name too
-    (``cronctl validate -c x.toml``), not only before it."""
+    (``cronctl validate -c x.toml``), not only before it: on ``command`` and on each of
+    its subcommands (``db upgrade``)."""
+    command.params.extend(_global_params())
     for sub in getattr(command, "commands", {}).values():
-        sub.params.extend(_global_params())
-        _add_global_options(sub)
+        _with_global_options(sub)
 
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the app, turning user errors into one line and an exit code."""
     _tolerant_output()
     errors = _click_errors()
-    _register_commands()
-    command = typer.main.get_command(app)
-    _add_global_options(command)
+    command: Any = typer.main.get_command(app)  # a _CommandGroup
+    for sub in command.commands.values():  # the commands registered on app beforehand
+        _with_global_options(sub)
     try:
         code = command.main(args=argv, standalone_mode=False)
     except CronctlError as exc:

@@ -11,14 +11,13 @@ an operation it is one dict lookup.
 
 from __future__ import annotations
 
-import importlib.metadata
 import inspect
 import re
 import threading
 import types
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cronctl.jobs.decorators import (
     CRON_JOBS_ATTR,
@@ -28,6 +27,9 @@ from cronctl.jobs.decorators import (
     ServiceInfo,
 )
 from cronctl.jobs.violation import Violation, did_you_mean, summarize_exception
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 GROUP = "cronctl.services"
 _T = TypeVar("_T")
@@ -101,10 +103,15 @@ class ServiceRegistry:
 
 
 def discover_services(
-    entry_points: Iterable[importlib.metadata.EntryPoint] | None = None,
+    entry_points: Iterable[EntryPoint] | None = None,
 ) -> ServiceRegistry:
-    """Load every ``cronctl.services`` entry point (or the ones given) into a registry."""
+    """Load every ``cronctl.services`` entry point (or the ones given) into a registry.
+
+    The installed distributions are read here, when a command needs the job sources, not
+    when this module is imported (its types are imported by the job model's builders)."""
     if entry_points is None:
+        import importlib.metadata
+
         entry_points = importlib.metadata.entry_points(group=GROUP)
     violations: list[Violation] = []
     classes: list[type] = []
