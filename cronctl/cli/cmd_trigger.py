@@ -161,6 +161,8 @@ def _wait_taken(store: Store, request_id: int, job_id: str) -> int:
 def _wait_final(store: Store, job: JobDefinition, execution_id: int) -> ExecutionRecord:
     """The occurrence's final record: retries run under the same occurrence id, so wait
     until its newest attempt ended and no further attempt can follow."""
+    from cronctl.core.timing import retry_delay
+
     first = store.get_execution(execution_id)
     assert first is not None
     while True:
@@ -172,7 +174,7 @@ def _wait_final(store: Store, job: JobDefinition, execution_id: int) -> Executio
             return newest
         if newest.status.is_final and newest.finished_at is not None:
             # a failed attempt with attempts left: its retry is due after the backoff
-            backoff = job.retry_backoff * (2 ** (newest.attempt - 1))
+            backoff = retry_delay(job.retry_backoff, newest.attempt)
             if datetime.now(UTC) > newest.finished_at + backoff + timedelta(minutes=1):
                 return newest  # the retry never came (scheduler stopped)
         time.sleep(POLL)

@@ -24,7 +24,7 @@ from cronctl.core.actions import (
 from cronctl.core.engine import SchedulerCore
 from cronctl.core.errors import ClockSkewError, refuse_on_skew
 from cronctl.core.guards import needs_store
-from cronctl.core.timing import jitter_offset, schedule_for
+from cronctl.core.timing import jitter_offset, retry_delay, schedule_for
 
 __all__ = [
     "Abandon",
@@ -49,5 +49,6 @@ __all__ = [
     "jitter_offset",
     "needs_store",
     "refuse_on_skew",
+    "retry_delay",
     "schedule_for",
 ]

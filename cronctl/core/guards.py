@@ -54,6 +54,7 @@ from cronctl.core.actions import (
 from cronctl.core.state import Active as _Active
 from cronctl.core.state import Job as _Job
 from cronctl.core.state import Pending as _Pending
+from cronctl.core.timing import retry_delay
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode, Origin, OverlapPolicy
 
 _FIRE, _RETRY, _TIMEOUT = 0, 1, 2
@@ -202,7 +203,7 @@ class Guards:
             if p.attempt < job.max_attempts:
                 retrying = True
                 out.append(Finish(act.key, job.id, status, error))
-                due = now + job.retry_backoff * (2 ** (p.attempt - 1))
+                due = now + retry_delay(job.retry_backoff, p.attempt)
                 nxt = _Pending(p.js, p.planned, due, p.attempt + 1, p.origin, p.occurrence_id)
                 self._push(due, _RETRY, job.id, 0, nxt)
                 assert p.occurrence_id is not None  # set when the attempt started

@@ -11,6 +11,7 @@ from cronctl.core.actions import Action, CloseInterrupted, Decision, RecoveredEx
 from cronctl.core.guards import _RETRY, _SCHEDULED_ORIGINS, Guards
 from cronctl.core.state import Job as _Job
 from cronctl.core.state import Pending as _Pending
+from cronctl.core.timing import retry_delay
 from cronctl.jobs.model import ExecutionStatus
 
 
@@ -54,7 +55,7 @@ class Recovery(Guards):
             p = _Pending(js, r.planned, now, r.attempt, r.origin, row=r.execution_id)
             due = now
             if r.attempt > 1 and r.created_at is not None:
-                due = r.created_at + js.job.retry_backoff * (2 ** (r.attempt - 2))
+                due = r.created_at + retry_delay(js.job.retry_backoff, r.attempt - 1)
             if due > now:
                 p.due = due
                 js.in_flight += 1  # in flight through its backoff, like any retry

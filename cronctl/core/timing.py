@@ -1,5 +1,5 @@
-"""Pure helpers on instants: building a job's schedule, deterministic jitter, and
-counting missed instants without walking unbounded ranges."""
+"""Pure helpers on instants: building a job's schedule, deterministic jitter, the retry
+backoff, and counting missed instants without walking unbounded ranges."""
 
 from __future__ import annotations
 
@@ -67,6 +67,19 @@ def jitter_offset(occurrence_id: str, jitter: timedelta) -> timedelta:
     # The id is already a digest; re-hashing keeps this independent of its format.
     value = int.from_bytes(hashlib.sha256(occurrence_id.encode()).digest()[:8], "big")
     return timedelta(microseconds=value % span)
+
+
+def retry_delay(retry_backoff: timedelta, attempt: int) -> timedelta:
+    """How long after attempt ``attempt`` (1 = the first) failed the next one starts:
+    ``retry_backoff``, doubling each attempt (SPEC ``retry_backoff``), so attempt 2 runs
+    ``retry_backoff`` after attempt 1, attempt 3 ``2 * retry_backoff`` after attempt 2.
+
+    The one place this is computed: the core's retries, their recovery after a restart,
+    ``trigger --here`` and ``trigger``'s wait for the last attempt all use it."""
+    if attempt < 1:
+        raise ValueError(f"attempt {attempt}: attempts count from 1")
+    doubled: int = 2 ** (attempt - 1)  # int ** int is typed Any (a negative power is a float)
+    return retry_backoff * doubled
 
 
 def missed_between(
