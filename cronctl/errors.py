@@ -35,3 +35,11 @@ class StoreError(CronctlError):
     """The state database cannot be used (unreachable, read-only, newer schema, ...)."""
 
     exit_code = 1
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of ``exc``'s message, or its type's name when the message is empty:
+    how a failure is told in one log line or one stored ``error`` (a driver's message may
+    run over several lines, and ``str(TimeoutError())`` is empty)."""
+    text = str(exc).strip()
+    return text.splitlines()[0].rstrip() if text else type(exc).__name__
