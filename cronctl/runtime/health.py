@@ -15,15 +15,12 @@ import threading
 import time
 from collections.abc import Callable
 
+from cronctl.errors import first_line
+
 log = logging.getLogger("cronctl.runtime")
 
 FIRST_RETRY = 0.5  # seconds until the first probe
 MAX_RETRY = 15.0  # the longest delay between probes
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 class DatabaseHealth:
@@ -45,13 +42,13 @@ class DatabaseHealth:
     def failed(self, exc: BaseException) -> None:
         with self._lock:
             if self.down:
-                log.debug("store still unreachable: %s", _first_line(exc))
+                log.debug("store still unreachable: %s", first_line(exc))
                 return
             self.down = True
             self._since = time.monotonic()
             self._delay = FIRST_RETRY
         log.warning("store unreachable: %s; tracked fires wait for it (the misfire policy "
-                    "covers them when it is back), retrying with backoff", _first_line(exc))
+                    "covers them when it is back), retrying with backoff", first_line(exc))
         self._later(self._delay, self.probe)
 
     def probe(self) -> None:
@@ -62,7 +59,7 @@ class DatabaseHealth:
                 self._delay = min(self._delay * 2, MAX_RETRY)
                 delay = self._delay
             log.debug("store still unreachable (next try in %.1fs): %s", delay,
-                      _first_line(exc))
+                      first_line(exc))
             self._later(delay, self.probe)
             return
         self._back()

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from cronctl.errors import first_line
 from cronctl.store.base import StoreUnavailable
 
 log = logging.getLogger("cronctl.runtime")
@@ -105,8 +106,7 @@ class IoWorker:
                 return
             level = logging.DEBUG if name in self._failing else logging.WARNING
             self._failing.add(name)
-            log.log(level, "%s failed: %s", name, str(exc).strip().splitlines()[0] if str(exc)
-                    else type(exc).__name__)
+            log.log(level, "%s failed: %s", name, first_line(exc))
         else:
             if name in self._failing and name != "task":
                 self._failing.discard(name)

@@ -29,8 +29,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 
 from cronctl import processes
+from cronctl.errors import first_line
 from cronctl.jobs.model import ExecutionStatus, JobDefinition
-from cronctl.runtime.fire.records import first_line
 from cronctl.runtime.logsetup import ids
 from cronctl.store.base import ExecutionRecord, NodeRecord, Store, StoreUnavailable
 

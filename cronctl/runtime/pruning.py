@@ -24,6 +24,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from cronctl.config import RetentionSettings
+from cronctl.errors import first_line
 from cronctl.runtime.io import IoWorker, Task
 from cronctl.store.base import (
     PruneCounts,
@@ -138,7 +139,7 @@ class Pruner:
             self._abandon("the store is unreachable", release=False)
             raise  # the I/O thread hands it to the store health
         except Exception as exc:
-            self._abandon(str(exc).strip().splitlines()[0] if str(exc) else type(exc).__name__)
+            self._abandon(first_line(exc))
             return
         if self._at is None and not more:
             self._finish()

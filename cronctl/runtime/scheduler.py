@@ -26,11 +26,11 @@ from cronctl.core import (
 )
 from cronctl.dispatch.base import Dispatcher
 from cronctl.dispatch.logbuffer import LogFlusher
+from cronctl.errors import first_line
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Origin
 from cronctl.runtime import startup
 from cronctl.runtime.fire.firing import Firing
 from cronctl.runtime.fire.lookahead import Lookahead
-from cronctl.runtime.fire.records import first_line
 from cronctl.runtime.health import DatabaseHealth
 from cronctl.runtime.inbox import (
     Cancel,

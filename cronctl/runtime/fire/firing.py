@@ -38,12 +38,13 @@ from cronctl.core import (
 from cronctl.dispatch.base import Dispatcher, DispatchRequest, LogSink, Outcome
 from cronctl.dispatch.logbuffer import LogFlusher, ProcessLogSink
 from cronctl.dispatch.relay import Staged
+from cronctl.errors import first_line
 from cronctl.jobs.model import ExecutionStatus, JobDefinition
 from cronctl.runtime.fire import records
 from cronctl.runtime.fire.batches import FinalBatch
 from cronctl.runtime.fire.handled import SCHEDULED, Handled
 from cronctl.runtime.fire.holding import HeldFires
-from cronctl.runtime.fire.records import REMOTE_RETRY, Ready, Run, first_line, locks_for
+from cronctl.runtime.fire.records import REMOTE_RETRY, Ready, Run, locks_for
 from cronctl.runtime.fire.relaying import RelayedFires
 from cronctl.runtime.fire.resolving import Targets
 from cronctl.runtime.fire.retryrows import RetryRows

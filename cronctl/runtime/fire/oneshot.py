@@ -26,12 +26,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from cronctl import processes
+from cronctl.core import retry_delay
 from cronctl.dispatch.base import Dispatcher, DispatchRequest, ExecutionHandle, Outcome
 from cronctl.dispatch.logbuffer import MAX_LINES_PER_EXECUTION, LogFlusher, ProcessLogSink
+from cronctl.errors import first_line
 from cronctl.ids import occurrence_id
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode, Origin
 from cronctl.runtime.fire.firing import is_tracked
-from cronctl.runtime.fire.records import first_line
 from cronctl.store.base import Store
 
 log = logging.getLogger("cronctl.runtime")
@@ -132,7 +133,7 @@ def _attempts(ctx: _Context) -> OneShotResult:
                                  ExecutionStatus.DEAD_LETTER)
             return OneShotResult(job.id, ctx.occ, result.execution_id, attempt,
                                  ExecutionStatus.DEAD_LETTER, result.error)
-        if _wait(ctx, (job.retry_backoff * (2 ** (attempt - 1))).total_seconds()):
+        if _wait(ctx, retry_delay(job.retry_backoff, attempt).total_seconds()):
             return OneShotResult(job.id, ctx.occ, result.execution_id, attempt,
                                  result.status, f"{result.error}; no retry: interrupted")
         attempt += 1

@@ -25,11 +25,6 @@ from cronctl.store.base import NewExecution, Store, group_lock, job_lock
 REMOTE_RETRY = timedelta(milliseconds=500)
 
 
-def first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
 def locks_for(job: JobDefinition) -> tuple[str, ...]:
     """The guard keys an attempt of ``job`` holds while it runs."""
     keys: tuple[str, ...] = ()

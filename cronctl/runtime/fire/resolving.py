@@ -6,8 +6,8 @@ from __future__ import annotations
 import logging
 
 from cronctl.dispatch.base import Dispatcher
+from cronctl.errors import first_line
 from cronctl.jobs.model import JobDefinition
-from cronctl.runtime.fire.records import first_line
 from cronctl.runtime.logsetup import ids
 
 log = logging.getLogger("cronctl.runtime")

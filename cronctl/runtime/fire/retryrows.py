@@ -12,17 +12,13 @@ from collections.abc import Callable
 from datetime import datetime
 
 from cronctl.core import Fire, Retry
+from cronctl.errors import first_line
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode
 from cronctl.runtime.logsetup import ids
 from cronctl.store.base import NewExecution, Store, StoreUnavailable
 
 log = logging.getLogger("cronctl.runtime")
 _Key = tuple[str, str, int]  # (job, occurrence, attempt)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 class RetryRows:
@@ -56,7 +52,7 @@ class RetryRows:
             return
         except Exception as exc:
             log.warning("could not write the retry of job=%s attempt=%d ahead (it runs, "
-                        "but not after a restart): %s", job.id, a.attempt, _first_line(exc),
+                        "but not after a restart): %s", job.id, a.attempt, first_line(exc),
                         extra=ids(job.id))
             return
         if execution_id is not None:

@@ -14,10 +14,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from cronctl.core import Action, CloseInterrupted, Decision, Fire
+from cronctl.errors import first_line
 from cronctl.jobs.model import ExecutionStatus, JobDefinition
 from cronctl.runtime.fire.batches import FinalBatch
 from cronctl.runtime.fire.handled import SCHEDULED, Handled
-from cronctl.runtime.fire.records import Ready, first_line, new_rows, takes_token
+from cronctl.runtime.fire.records import Ready, new_rows, takes_token
 from cronctl.runtime.fire.retryrows import RetryRows
 from cronctl.runtime.fire.watch import Watch
 from cronctl.runtime.io import IoWorker

@@ -30,8 +30,9 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 
 from cronctl.core import Enqueue, Fire, needs_store
+from cronctl.errors import first_line
 from cronctl.jobs.model import ExecutionStatus, JobDefinition
-from cronctl.runtime.fire.records import first_line, locks_for
+from cronctl.runtime.fire.records import locks_for
 from cronctl.store.base import NewExecution, Store, StoreUnavailable
 
 log = logging.getLogger("cronctl.runtime")

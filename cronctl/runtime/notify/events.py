@@ -27,10 +27,11 @@ from typing import Any
 
 from cronctl.core import CloseInterrupted, JobState, Missed, Skip, SkipReason
 from cronctl.durations import format_duration
+from cronctl.errors import first_line
 from cronctl.ids import occurrence_id, utc_iso
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode, Origin
 from cronctl.jobs.notify import NotifySpec
-from cronctl.runtime.fire.records import Run, first_line
+from cronctl.runtime.fire.records import Run
 from cronctl.runtime.logsetup import ids
 from cronctl.runtime.notify.delivery import Delivery
 from cronctl.runtime.notify.late import LateChecker
