@@ -50,6 +50,7 @@ def steps(n: int, gc_mode: str) -> list[tuple[str, float]]:
     from cronctl.jobs.model import ExecutionStatus, JobDefinition, PythonTarget
     from cronctl.runtime.fire.firing import Firing
     from cronctl.runtime.fire.records import Ready
+    from cronctl.runtime.health import DatabaseHealth
     from cronctl.runtime.io import IoWorker
     from cronctl.runtime.logsetup import configure_logging
     from cronctl.store import open_store
@@ -100,6 +101,8 @@ def steps(n: int, gc_mode: str) -> list[tuple[str, float]]:
     io = IoWorker()
     firing = Firing(core=core, store=store, dispatcher=dispatcher,
                     flusher=LogFlusher(store), io=io, node_id="steps",
+                    health=DatabaseHealth(check=lambda: None, back=lambda: None,
+                                          later=io.after),
                     clock=lambda: datetime.now(UTC), post=posted.append, mono=time.monotonic)
 
     # 2. the action loop over a burst of Enqueues (what a tick with full slots returns)

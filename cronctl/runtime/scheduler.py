@@ -100,13 +100,13 @@ class Scheduler:
         self.flusher = LogFlusher(store, clock=self.clock,
                                   max_per_execution=config.retention.max_log_lines)
         self.io = IoWorker()
-        self.firing = Firing(core=self.core, store=store, dispatcher=self.dispatcher,
-                             flusher=self.flusher, io=self.io, node_id=config.node_id,
-                             clock=self.clock, post=self._inbox.put, mono=self.mono)
         self.health = DatabaseHealth(check=self._probe_store, later=self.io.after,
-                                  back=lambda: self._inbox.put(StoreBack()))
+                                     back=lambda: self._inbox.put(StoreBack()))
         self.io.on_unavailable = self.health.failed
-        self.firing.health = self.health
+        self.firing = Firing(core=self.core, store=store, dispatcher=self.dispatcher,
+                             flusher=self.flusher, io=self.io, health=self.health,
+                             node_id=config.node_id, clock=self.clock, post=self._inbox.put,
+                             mono=self.mono)
         self.polls = StorePolls(store, node_id=config.node_id, ttl=self._ttl, clock=self.clock,
                                 post=self._inbox.put, health=self.health,
                                 flush=self._flush_waiting)

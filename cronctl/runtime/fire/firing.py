@@ -68,9 +68,8 @@ is_tracked = needs_store  # single_instance needs its row: the insert is the ele
 class Firing(RowWrites):
     def __init__(
         self, *, core: SchedulerCore, store: Store, dispatcher: Dispatcher,
-        flusher: LogFlusher, io: IoWorker, node_id: str, clock: Callable[[], datetime],
-        post: Post,
-        mono: Callable[[], float],
+        flusher: LogFlusher, io: IoWorker, health: DatabaseHealth, node_id: str,
+        clock: Callable[[], datetime], post: Post, mono: Callable[[], float],
     ) -> None:
         self.core = core
         self.store = store
@@ -100,17 +99,17 @@ class Firing(RowWrites):
         self._sinks: dict[str, ProcessLogSink] = {}  # untracked fires' log sinks, by job
         self.wakelog = WakeLog(log)  # the fired / succeeded lines, one per wake (or burst)
         self.fired = 0
-        self._store_down = False
+        self._store_failing = False  # a store error (not an outage) was logged
         self.group_index: dict[str, list[str]] = {}  # serial group -> job ids (set on load)
-        self.health: DatabaseHealth | None = None  # set by the Scheduler
+        self.health = health  # the store's reachability (one flag, shared)
         self.watch: Watch = NullWatch()  # metrics and notifications (set by the Scheduler)
         self.retry_rows = RetryRows(store, node_id=node_id, clock=clock, submit=io.submit,
-                               unavailable=self._health_failed)
+                               unavailable=health.failed)
         # The waiters' rows have a writer of their own: queued behind the I/O thread's
         # final statuses of the previous second, a burst's next fires waited for them.
         self.rows_io = IoWorker("cronctl-rows")
         self.waiters = WaiterRows(store, node_id=node_id, submit=self._to_rows_writer,
-                                  unavailable=self._health_failed,
+                                  unavailable=health.failed,
                                   post=lambda: post(WaitersLanded()))
         self.held = HeldFires()  # admitted, held until their instant or their row
         # Waiting fires the workers start (relaying.py).
@@ -118,7 +117,7 @@ class Firing(RowWrites):
             dispatcher, core=core, waiters=self.waiters, persistent=store.persistent,
             post=post, mono=mono, clock=clock, sink_of=self.sink_of,
             sink_for=flusher.sink_for, stopping=lambda: self.stopping,
-            store_down=lambda: self.health is not None and self.health.down)
+            store_down=lambda: self.health.down)
 
     # --- the action loop -------------------------------------------------------------------
 
@@ -158,7 +157,7 @@ class Firing(RowWrites):
                         self._run(done.actions)
             self._run(self._hold_back(fires) if self.stopping else self._fire_all(fires))
         relayed.settle(self.held.timed())
-        down = self.stopping or (self.health is not None and self.health.down)
+        down = self.stopping or (self.health.down)
         if self.waiters.wanted and not down:
             self.waiters.write(self.clock())  # after this wake's fires are dispatched
         self.wakelog.end_wake(self.core.waiting)
@@ -304,8 +303,7 @@ class Firing(RowWrites):
             return self._release(a, now, why, skip=SkipReason.UNRESOLVED_TARGET)
         if not is_tracked(job):
             return Ready(a, job, False)
-        health = self.health
-        if health is not None and health.down:
+        if self.health.down:
             return self.core.unavailable(a.key, now, mono=self.mono())  # it remembers
         row = a.row if a.attempt == 1 else self.retry_rows.row_for(a)
         if row is None and a.attempt == 1:
@@ -324,7 +322,7 @@ class Firing(RowWrites):
                  a.due.isoformat(), extra=ids(a.job_id))
         job = self.core.job(a.job_id)
         if (job is not None and is_tracked(job) and self.store.persistent
-                and not (self.health is not None and self.health.down)):
+                and not (self.health.down)):
             self.retry_rows.write(a, job)  # a pending row: survives a stop or a crash
 
     def _launch(self, r: Ready) -> Decision | None:
@@ -409,17 +407,11 @@ class Firing(RowWrites):
                      ) -> Decision:
         """The store is unreachable: report it (one WARNING per outage) and let the core
         hold these attempts until it is back."""
-        self._health_failed(exc)
+        self.health.failed(exc)
         actions: list[Action] = []
         for a in fires:
             actions.extend(self.core.unavailable(a.key, now, mono=self.mono()).actions)
         return Decision(tuple(actions), self.core.next_wake())
-
-    def _health_failed(self, exc: StoreUnavailable) -> None:
-        if self.health is not None:
-            self.health.failed(exc)
-        else:
-            log.warning("store unreachable: %s", first_line(exc))
 
     # --- endings ---------------------------------------------------------------------------
 

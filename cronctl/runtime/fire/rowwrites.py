@@ -21,6 +21,7 @@ from cronctl.runtime.fire.handled import SCHEDULED, Handled
 from cronctl.runtime.fire.records import Ready, new_rows, takes_token
 from cronctl.runtime.fire.retryrows import RetryRows
 from cronctl.runtime.fire.watch import Watch
+from cronctl.runtime.health import DatabaseHealth
 from cronctl.runtime.io import IoWorker
 from cronctl.runtime.logsetup import ids
 from cronctl.store.base import Fenced, Store, StoreUnavailable
@@ -40,14 +41,14 @@ class RowWrites:
     watch: Watch
     ended: dict[int, datetime]
     lost_recoveries: set[int]
+    health: DatabaseHealth
+    _store_failing: bool  # a store error (not an outage) was logged
 
     if TYPE_CHECKING:  # provided by Firing
-        def _health_failed(self, exc: StoreUnavailable) -> None: ...
         def _release(self, a: Fire, now: datetime, why: str) -> Decision: ...
         def _blocked(self, r: Ready, key: str, now: datetime) -> Decision: ...
         def _unavailable(self, exc: StoreUnavailable, fires: list[Fire], now: datetime
                          ) -> Decision: ...
-        _store_down: bool
 
     def _record(self, ready: list[Ready], tracked: list[Ready], now: datetime,
                 follow: list[Action]) -> list[Ready]:
@@ -157,16 +158,16 @@ class RowWrites:
         return follow
 
     def _store_failed(self, job: JobDefinition, exc: Exception) -> None:
-        if not self._store_down:
-            self._store_down = True
+        if not self._store_failing:
+            self._store_failing = True
             log.error("store error; tracked fires are skipped until it works again: %s",
                       first_line(exc), extra=ids(job.id))
         else:
             log.debug("store still failing job=%s: %s", job.id, first_line(exc))
 
     def _store_ok(self) -> None:
-        if self._store_down:
-            self._store_down = False
+        if self._store_failing:
+            self._store_failing = False
             log.info("store works again")
 
     def _close_interrupted(self, a: CloseInterrupted) -> None:
@@ -178,7 +179,7 @@ class RowWrites:
         except Exception as exc:
             won = False
             if isinstance(exc, StoreUnavailable):
-                self._health_failed(exc)
+                self.health.failed(exc)
             log.warning("could not close interrupted exec=%s: %s", a.execution_id,
                         first_line(exc))
         if won:
