@@ -31,7 +31,7 @@ class JobStatusSource(Protocol):
 @dataclass(frozen=True)
 class ListRow:
     id: str
-    schedule: str
+    schedule: str  # as written: with its H items, if any
     timezone: str
     mode: str
     target: str
@@ -40,11 +40,13 @@ class ListRow:
     next_fire: datetime | None  # aware UTC; None when disabled, paused or never
     last_status: str | None
     description: str | None
+    resolved: str = ""  # what fires: H resolved with the job's id ("" = schedule)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "cron": self.schedule,
+            "resolved": self.resolved or self.schedule,
             "timezone": self.timezone,
             "mode": self.mode,
             "target": self.target,
@@ -73,7 +75,8 @@ def list_rows(
             next_fire = job_schedule(job).next_after(now)
         rows.append(ListRow(
             id=job.id,
-            schedule=job.schedule_text,
+            schedule=job.written_text,
+            resolved=job.schedule_text,
             timezone=job.timezone,
             mode=job.mode.value,
             target=str(job.target),
@@ -116,9 +119,16 @@ COLUMNS = (
 HEADERS = [column.header for column in COLUMNS]
 
 
+def _schedule(row: ListRow) -> Cell:
+    """As written; with H, also what it resolved to (alone when room is short)."""
+    if row.resolved in ("", row.schedule):
+        return row.schedule
+    return (f"{row.schedule} = {row.resolved}", row.resolved)
+
+
 def table(rows: Sequence[ListRow], now: datetime) -> Table:
     return Table(COLUMNS, tuple(
-        Row((row.id, row.schedule, row.timezone, row.mode, row.target,
+        Row((row.id, _schedule(row), row.timezone, row.mode, row.target,
              _when(row, now), row.last_status or "-"),
             style=None if row.enabled else "dim")
         for row in rows))

@@ -19,7 +19,13 @@ import typer
 from cronctl.cli import argtypes
 from cronctl.cli.options import global_options
 from cronctl.cli.shared import iso_z
-from cronctl.cron import CronSyntaxError, Schedule, UnknownTimezoneError, load_zone
+from cronctl.cron import (
+    CronSyntaxError,
+    MissingHashIdError,
+    Schedule,
+    UnknownTimezoneError,
+    load_zone,
+)
 from cronctl.errors import NotFoundError, UsageError
 
 _JOB_ID = re.compile(r"[A-Za-z0-9._-]{1,200}")
@@ -33,6 +39,7 @@ class NextTarget:
     job_id: str | None
     schedule: Schedule
     timezone: str
+    written: str | None = None  # a job's expression as written, when it has H
 
 
 # Given a job id, the job's target, or None when there is no such job.
@@ -50,14 +57,20 @@ def resolve_next_target(
     tz: str | None = None,
     *,
     jobs: JobLookup | None = None,
+    hash_id: str | None = None,
 ) -> NextTarget:
     """The single place that turns ``next``'s argument into (job id or None, schedule, zone).
 
     An argument shaped like a job id is looked up with ``jobs``; anything else is parsed
-    as a cron expression (or ``@every 90s``) in ``tz`` (default UTC). User mistakes raise
-    :class:`UsageError` (exit 2) or :class:`NotFoundError` (exit 3) with one line.
+    as a cron expression (or ``@every 90s``) in ``tz`` (default UTC), its ``H`` items
+    resolved with ``hash_id`` (SPEC section 8: the preview of what job ``hash_id`` would
+    get). User mistakes raise :class:`UsageError` (exit 2) or :class:`NotFoundError`
+    (exit 3) with one line.
     """
     text = arg.strip()
+    if hash_id is not None and _JOB_ID.fullmatch(hash_id) is None:
+        raise UsageError(f"--hash-id: {hash_id!r} is not a job id ([A-Za-z0-9._-], 1-200 "
+                         "characters)")
     zone_name = tz if tz is not None else "UTC"
     try:
         zone = load_zone(zone_name)
@@ -65,16 +78,23 @@ def resolve_next_target(
         raise UsageError(f"--tz: {exc}") from None
     if _looks_like_job_id(text):
         found = jobs(text) if jobs is not None else None
+        if found is not None and hash_id is not None:
+            raise UsageError(f"--hash-id is for an expression; job {text!r} resolves H with "
+                             "its own id")
         if found is not None:
             if tz is None:
                 return found
             # --tz only changes how times are shown; the job keeps its own zone for firing.
-            return NextTarget(found.job_id, found.schedule, zone_name)
+            return NextTarget(found.job_id, found.schedule, zone_name, found.written)
         raise NotFoundError(
             f"no job {text!r}; a cron expression needs 5 or 6 fields, e.g. '0 8 * * MON-FRI'"
         )
     try:
-        schedule = Schedule(text, zone)
+        schedule = Schedule(text, zone, hash_id=hash_id)
+    except MissingHashIdError as exc:
+        where = f"{exc.field} field" if exc.field else "the expression"
+        raise UsageError(f"{where} uses H, a value chosen from a job id: pass --hash-id ID "
+                         "to preview it for job ID") from None
     except CronSyntaxError as exc:
         raise UsageError(str(exc)) from None
     return NextTarget(None, schedule, schedule.timezone)
@@ -120,9 +140,12 @@ def next_fires(target: NextTarget, start: datetime, count: int) -> list[FireRow]
 
 def to_json(target: NextTarget, start: datetime, rows: Sequence[FireRow]) -> dict[str, Any]:
     schedule = target.schedule
+    written, hash_id = _written(target)
     return {
         "job": target.job_id,
-        "expression": schedule.text,
+        "expression": written,
+        "resolved": schedule.text,
+        "hash_id": hash_id,
         "timezone": target.timezone,
         "description": schedule.explain(),
         "dst_gap": schedule.dst_gap.value if schedule.expression is not None else None,
@@ -135,12 +158,26 @@ def to_json(target: NextTarget, start: datetime, rows: Sequence[FireRow]) -> dic
     }
 
 
+def _written(target: NextTarget) -> tuple[str, str | None]:
+    """The expression as written (``H`` kept) and the id its ``H`` was resolved with;
+    ``(text, None)`` when it has no ``H``."""
+    if target.written is not None:
+        return target.written, target.job_id
+    expr = target.schedule.expression
+    if expr is None or expr.hash_id is None:
+        return target.schedule.text, None
+    return expr.written, expr.hash_id
+
+
 def _header(target: NextTarget) -> list[tuple[str, str]]:
     schedule = target.schedule
     lines = []
     if target.job_id is not None:
         lines.append(("job", target.job_id))
-    lines.append(("expression", schedule.text))
+    written, hash_id = _written(target)
+    lines.append(("expression", written))
+    if hash_id is not None:
+        lines.append(("resolved", f"{schedule.text} (H for {hash_id})"))
     lines.append(("reading", schedule.explain()))
     zone = target.timezone
     if schedule.expression is not None:
@@ -205,7 +242,7 @@ def _job_lookup(ctx: typer.Context) -> JobLookup:
         from cronctl.jobs import find_job, job_schedule
 
         job = find_job(load_config(global_options(ctx)).job_settings, job_id)
-        return NextTarget(job.id, job_schedule(job), job.timezone)
+        return NextTarget(job.id, job_schedule(job), job.timezone, job.cron_written)
 
     return lookup
 
@@ -228,11 +265,15 @@ def next_command(
         "--tz", metavar="ZONE",
         help="IANA time zone the expression is matched in (default UTC; for a job, its "
              "own zone).")] = None,
+    hash_id: Annotated[str | None, typer.Option(
+        "--hash-id", metavar="ID",
+        help="The job id an expression's H is resolved with (a preview of what job ID "
+             "gets); needed when the expression holds H.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
 ) -> None:
     """Show the next fire times of a job or expression (local, UTC, DST notes)."""
     options = global_options(ctx)
-    target = resolve_next_target(expression, tz, jobs=_job_lookup(ctx))
+    target = resolve_next_target(expression, tz, jobs=_job_lookup(ctx), hash_id=hash_id)
     now = datetime.now(UTC)  # the CLI edge is where the clock is read
     begin = parse_from(start, now, target.timezone)
     rows = next_fires(target, begin, count)

@@ -128,6 +128,8 @@ def why(
         "reason": verdict.reason,
         "detail": verdict.detail,
         "executions": [execution_json(e) for e in executions],
+        "expression": job.written_text,  # as written (with H, if any)
+        "resolved": job.schedule_text,  # what fires: H resolved with the job's id
     }
     if as_json:
         typer.echo(json.dumps(doc, indent=2))
@@ -136,6 +138,8 @@ def why(
     typer.echo(f"{job.id} @ {when}: {verdict.outcome.value}"
                + (f" ({verdict.reason})" if verdict.reason else ""))
     typer.echo(f"  {verdict.detail}")
+    if job.cron_written is not None:
+        typer.echo(f"  schedule: {job.cron_written} = {job.schedule_text} (H for {job.id})")
     for e in executions:
         typer.echo(f"  execution {e.id}: attempt {e.attempt} {e.status.value} on {e.node_id}"
                    + (f": {e.error}" if e.error else ""))

@@ -16,6 +16,10 @@ class CronSyntaxError(ValueError):
         self.text = text
 
 
+class MissingHashIdError(CronSyntaxError):
+    """An expression with ``H`` (SPEC section 8) and no job id to choose its values from."""
+
+
 class UnknownTimezoneError(ValueError):
     """A time zone name that is not in the IANA database."""
 

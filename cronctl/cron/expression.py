@@ -11,7 +11,7 @@ from datetime import date
 from typing import Any, NoReturn
 
 from cronctl.cron.errors import CronSyntaxError
-from cronctl.cron.fields import DAY_OF_MONTH, SPECS, ParsedField, parse_field
+from cronctl.cron.fields import DAY_OF_MONTH, SPECS, ParsedField, has_hash, parse_field
 
 MACROS = {
     "@yearly": "0 0 0 1 1 *",
@@ -102,16 +102,28 @@ class CronExpression:
     Equality is on what the expression fires on (the value sets, ``L``/``#``/``NL`` and
     whether the hour field is periodic), so ``*/1`` equals ``*``. ``text`` is the
     normalized six-field spelling: macros expanded, names upper-cased, ``?`` as ``*``.
+
+    ``H`` (SPEC section 8) needs the id of the job it is for:
+    ``CronExpression("H H(1-5) * * *", hash_id="backup")``. Then ``text`` is the resolved
+    expression (``"0 37 3 * * *"``-style: what fires), ``written`` the normalized text with
+    its ``H`` items as written (``"0 H H(1-5) * * *"``) and ``hash_id`` the id; without
+    an ``H``, ``written == text`` and ``hash_id`` is ``None``. An ``H`` without an id
+    raises :class:`~cronctl.cron.hashspread.MissingHashIdError`, a
+    :class:`CronSyntaxError`. An ``H`` hour is a fixed-time hour for the DST policies
+    (its text does not start with ``*``): ``H/6`` is four fixed hours a day.
     """
 
     __slots__ = (
-        "text", "seconds", "minutes", "hours", "days", "months", "weekdays", "last_day",
+        "text", "written", "hash_id", "seconds", "minutes", "hours", "days", "months",
+        "weekdays", "last_day",
         "nth_weekdays", "last_weekdays", "dom_restricted", "dow_restricted",
         "periodic_hours", "_key", "_ns", "_nm", "_nh", "_first_sod_of_hour",
         "_first_sod", "_next_month", "_first_month", "_day_cache",
     )
 
     text: str
+    written: str
+    hash_id: str | None
     seconds: frozenset[int]
     minutes: frozenset[int]
     hours: frozenset[int]
@@ -134,16 +146,26 @@ class CronExpression:
     _first_month: int
     _day_cache: dict[int, tuple[int, ...]]
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, hash_id: str | None = None) -> None:
         if not isinstance(text, str):
             raise TypeError(f"CronExpression needs a str, got {type(text).__name__}")
+        if hash_id is not None and not isinstance(hash_id, str):
+            raise TypeError(f"hash_id must be a str, got {type(hash_id).__name__}")
         raw = _split(text)
+        written: str | None = None
+        if has_hash(raw):
+            from cronctl.cron.hashspread import resolve_fields  # hashlib only for H
+
+            written = " ".join("*" if part == "?" else part.upper() for part in raw)
+            raw = resolve_fields(raw, hash_id)
         fields: list[ParsedField] = [
             parse_field(spec, part) for spec, part in zip(SPECS, raw, strict=True)
         ]
         sec, minute, hour, dom, month, dow = fields
         put = object.__setattr__
         put(self, "text", " ".join(f.text for f in fields))
+        put(self, "written", self.text if written is None else written)
+        put(self, "hash_id", None if written is None else hash_id)
         put(self, "seconds", sec.values)
         put(self, "minutes", minute.values)
         put(self, "hours", hour.values)
@@ -230,13 +252,15 @@ class CronExpression:
         return hash(self._key)
 
     def __repr__(self) -> str:
+        if self.hash_id is not None:
+            return f"CronExpression({self.written!r}, hash_id={self.hash_id!r})"
         return f"CronExpression({self.text!r})"
 
     def __str__(self) -> str:
         return self.text
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (CronExpression, (self.text,))
+        return (CronExpression, (self.written, self.hash_id))
 
     def explain(self) -> str:
         """A plain-English reading, e.g. ``"At 08:00:00, Monday through Friday"``."""
@@ -359,15 +383,27 @@ _PARSED: dict[str, CronExpression] = {}
 _PARSED_LIMIT = 16384  # ~0.5 KB each (their tables are shared): a few MB at most
 
 
-def parse_cron(text: str) -> CronExpression:
-    """``CronExpression(text)``, cached by text: expressions are immutable, and one job
+_PARSED_HASHED: dict[tuple[str, str], CronExpression] = {}
+
+
+def parse_cron(text: str, hash_id: str | None = None) -> CronExpression:
+    """``CronExpression(text, hash_id)``, cached: expressions are immutable, and one job
     set parses each of its expressions several times (validation, the core's schedules,
-    every reload). A syntax error is raised each time (not cached)."""
+    every reload). Expressions without ``H`` are cached by text alone (``hash_id`` does
+    not change them), those with ``H`` by text and id. A syntax error is raised each time
+    (not cached)."""
     expr = _PARSED.get(text)
-    if expr is None:
-        expr = CronExpression(text)
-        if len(_PARSED) >= _PARSED_LIMIT:
-            _PARSED.clear()
-        _PARSED[text] = expr
+    if expr is not None:
+        return expr  # no H: only those are cached by text alone
+    if hash_id is not None:
+        expr = _PARSED_HASHED.get((text, hash_id))
+        if expr is not None:
+            return expr
+    expr = CronExpression(text, hash_id)
+    cache: dict[Any, CronExpression] = _PARSED if expr.hash_id is None else _PARSED_HASHED
+    key: Any = text if expr.hash_id is None else (text, hash_id)
+    if len(cache) >= _PARSED_LIMIT:
+        cache.clear()
+    cache[key] = expr
     return expr
 

@@ -159,6 +159,17 @@ def _range_item(spec: FieldSpec, item: str) -> set[int]:
     return set(range(first, last + 1, step))
 
 
+def is_hash_item(item: str) -> bool:
+    """Whether one comma-list item is an ``H`` item (SPEC section 8). No month or day
+    name starts with H, so the first letter decides."""
+    return item[:1] in ("H", "h")
+
+
+def has_hash(fields: list[str]) -> bool:
+    """Whether any field of an expression holds an ``H`` item."""
+    return any(is_hash_item(item) for text in fields for item in text.split(","))
+
+
 _PARSED: dict[tuple[str, str], ParsedField] = {}
 _PARSED_LIMIT = 4096
 

@@ -98,7 +98,8 @@ class Schedule:
 
     ``expr`` may be a string (``"0 30 2 * * *"``, ``"@daily"``, ``"@every 90s"``);
     ``tz`` an IANA name or a ``tzinfo``. Immutable; pure (no clock reads): callers pass
-    the instant to search from.
+    the instant to search from. ``hash_id`` is the job id a string expression's ``H``
+    items are resolved with (SPEC section 8; ignored when ``expr`` is parsed already).
     """
 
     __slots__ = ("expression", "interval", "zone", "timezone", "dst_gap", "dst_fold",
@@ -122,12 +123,14 @@ class Schedule:
         tz: str | tzinfo = "UTC",
         dst_gap: DstGap | str = "auto",
         dst_fold: DstFold | str = "auto",
+        *,
+        hash_id: str | None = None,
     ) -> None:
         if isinstance(expr, str):
             if expr.strip().lower().startswith("@every"):
                 expr = Interval.parse(expr)
             else:
-                expr = parse_cron(expr)
+                expr = parse_cron(expr, hash_id)
         if not isinstance(expr, CronExpression | Interval):
             raise TypeError(f"Schedule needs an expression, got {type(expr).__name__}")
         zone = load_zone(tz)

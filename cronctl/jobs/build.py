@@ -151,7 +151,9 @@ def build_job(raw: RawJob, ctx: BuildContext) -> BuildResult:
                           "(e.g. \"90s\")")
     elif "cron" in values:
         try:
-            expression = parse_cron(to_text(values["cron"], blank_ok=False))
+            # H (SPEC section 8) is resolved here, once, with the job's own id.
+            expression = parse_cron(to_text(values["cron"], blank_ok=False),
+                                    raw.id if isinstance(raw.id, str) else None)
         except (BadValue, CronSyntaxError) as exc:
             violation("cron", str(exc))
             failed.add("cron")
@@ -236,6 +238,8 @@ def build_job(raw: RawJob, ctx: BuildContext) -> BuildResult:
         id=raw.id,
         target=target,
         cron=expression.text if expression is not None else None,
+        cron_written=(expression.written if expression is not None
+                      and expression.hash_id is not None else None),
         every=every,
         anchor=anchor,
         timezone=timezone,

@@ -131,11 +131,17 @@ EPOCH = datetime.fromisoformat("1970-01-01T00:00:00+00:00")
 @dataclass(frozen=True)
 class JobDefinition:
     """One validated job. ``schedule_text`` is what ``cronctl next``/``list`` show: the
-    normalized cron expression, or ``@every <duration>`` for interval jobs."""
+    normalized cron expression, or ``@every <duration>`` for interval jobs.
+
+    ``cron`` is the expression that fires: with ``H`` (SPEC section 8) already resolved
+    with the job's id, so everything that builds a schedule from it needs no id.
+    ``cron_written`` is the expression as written (normalized, ``H`` kept) when it used
+    ``H``, else ``None``; ``written_text`` gives it, or ``schedule_text`` without ``H``."""
 
     id: str
     target: Target
     cron: str | None = None
+    cron_written: str | None = None  # with H as written; None when the expression has none
     every: timedelta | None = None
     anchor: datetime = EPOCH
     timezone: str = "UTC"
@@ -169,3 +175,8 @@ class JobDefinition:
         from cronctl.durations import format_duration
 
         return f"@every {format_duration(self.every).replace(' ', '')}"
+
+    @property
+    def written_text(self) -> str:
+        """The schedule as written: with its ``H`` items when it has any."""
+        return self.cron_written if self.cron_written is not None else self.schedule_text

@@ -98,7 +98,8 @@ def test_why_ran_after_a_retry(project: Path, store: Store) -> None:
     assert doc["outcome"] == "ran" and doc["occurrence_id"] == occurrence_id("minutely", MIN)
     assert [e["attempt"] for e in doc["executions"]] == [1, 2]
     assert set(doc) == {"job", "scheduled_at", "occurrence_id", "outcome", "reason", "detail",
-                        "executions"}
+                        "executions", "expression", "resolved"}
+    assert doc["expression"] == doc["resolved"]  # no H: the same
     # between two fires: the one before is explained, and the answer says so
     doc = why(project, "minutely", iso(MIN + timedelta(seconds=20)))
     assert doc["scheduled_at"].startswith(iso(MIN)[:19]) and "not a planned" in doc["detail"]
