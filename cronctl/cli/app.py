@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "pause": "cmd_pause",
     "resume": "cmd_pause",
     "status": "cmd_status",
+    "spread": "cmd_spread",
     "prune": "cmd_prune",
     "init": "cmd_init",
     "import-crontab": "cmd_import_crontab",

@@ -27,6 +27,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, tzinfo
+from itertools import islice
 from typing import NoReturn, TypeVar
 
 from cronctl.cron.expression import CronExpression, parse_cron
@@ -46,6 +47,7 @@ HORIZON = timedelta(days=4 * 365 + 1)  # SPEC: no fire within 4 years = never fi
 _HORIZON_SECONDS = int(HORIZON.total_seconds())
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _SECOND = timedelta(seconds=1)
+_CHUNK = 4096  # interval fires fetched at a time by fire_seconds
 
 
 class DstGap(enum.StrEnum):
@@ -217,15 +219,37 @@ class Schedule:
             return []
         if self.interval is not None:
             return [f.astimezone(UTC) for f in self.interval.between(a, b, limit)]
-        out: list[datetime] = []
+        return [_instant(u) for u in islice(self._cron_epochs(first, last), limit)]
+
+    def fire_seconds(self, a: datetime, b: datetime) -> Iterator[int]:
+        """The fires in ``(a, b]``, oldest first, as whole UTC epoch seconds (an interval
+        fire off the second is floored to its second): exactly the instants
+        :meth:`between` lists, without building a datetime for each (``cronctl spread``
+        counts a day of per-second fires)."""
+        first = _epoch(a, "fire_seconds(a, ...)")
+        last = _epoch(b, "fire_seconds(..., b)")
+        if self.interval is None:
+            yield from self._cron_epochs(first, last)
+            return
+        cursor = a
+        while True:
+            chunk = self.interval.between(cursor, b, limit=_CHUNK)
+            for fire in chunk:
+                yield (fire - _EPOCH) // _SECOND
+            if len(chunk) < _CHUNK:
+                return
+            cursor = chunk[-1]
+
+    def _cron_epochs(self, first: int, last: int) -> Iterator[int]:
+        """Fires in ``(first, last]`` (epoch seconds): the one search both
+        :meth:`between` and :meth:`fire_seconds` walk."""
         u = first + 1
-        while len(out) < limit:
+        while True:
             found = self._next_epoch(u, last)
             if found is None:
-                break
-            out.append(_instant(found))
+                return
+            yield found
             u = found + 1
-        return out
 
     def iter_after(self, t: datetime) -> Iterator[datetime]:
         """Fires strictly after ``t``, oldest first, until one is 4 years after the last."""
