@@ -13,8 +13,7 @@ from cronctl.cli.shared import iso_z
 
 if TYPE_CHECKING:
     from cronctl.jobs.model import JobDefinition
-    from cronctl.store.base import DeliveryFailures, ScheduleState
-    from cronctl.store.reader import Reader
+    from cronctl.store.base import DeliveryFailures, Reads, ScheduleState
 
 _FAILING = ("failed", "dead_letter")
 
@@ -65,7 +64,7 @@ class Attention:
         return out
 
 
-def attention(store: Reader, jobs: Sequence[JobDefinition],
+def attention(store: Reads, jobs: Sequence[JobDefinition],
               schedules: Sequence[ScheduleState], now: datetime) -> Attention:
     """One indexed query per enabled job (its newest execution), plus the failures."""
     from cronctl.core import needs_store, schedule_for

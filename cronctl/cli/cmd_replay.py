@@ -1,19 +1,17 @@
 """``cronctl replay JOB --since T [--until T] [--max N] [--dry-run]``: queue the planned
 occurrences of a past window that never ran (``origin = replay``), oldest first.
 
-Never twice: an occurrence that already has an execution row (any status, any attempt,
-any origin) or a replay request is "already handled" and is not queued again. The store
-keeps at most one replay request per (job, instant), so two operators replaying the same
-window at once still queue each occurrence once. The requests go through the database to
-a running scheduler (any node that has the job; exactly one takes each); without a live
-scheduler they wait for the next ``cronctl run``.
+Never twice: an occurrence that already has an execution row or a replay request is
+"already handled" and is not queued again (the planning and the rule:
+:mod:`cronctl.store.replay`; this module parses, calls it and renders). The requests go
+through the database to a running scheduler (any node that has the job; exactly one takes
+each); without a live scheduler they wait for the next ``cronctl run``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -31,122 +29,23 @@ from cronctl.cli.shared import (
 from cronctl.errors import UsageError
 
 if TYPE_CHECKING:
-    from cronctl.cron import Schedule
-    from cronctl.store.base import Store
+    from cronctl.store.replay import Occurrence, Plan
 
 DEFAULT_MAX = 100
-CHUNK = 1000  # planned instants looked up per round trip
-SCAN_LIMIT = 100_000  # planned instants examined at most (a per-second job over days)
+# = cronctl.store.replay.SCAN_LIMIT (a test checks): the store is not imported until the
+# command runs (cli/app.py).
+SCAN_LIMIT = 100_000
 SHOW_HANDLED = 10  # already-handled occurrences listed one per line in the text output
 
-EXECUTED = "executed"
-REQUESTED = "requested"
 
-
-@dataclass(frozen=True)
-class Occurrence:
-    scheduled_at: datetime
-    occurrence_id: str
-    request: int | None = None  # the replay request id once queued
-    handled: str | None = None  # EXECUTED / REQUESTED when skipped
-
-    def to_json(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {"scheduled_at": iso_z(self.scheduled_at),
-                               "occurrence_id": self.occurrence_id}
-        if self.handled is not None:
-            doc["reason"] = self.handled
-        else:
-            doc["request"] = self.request
-        return doc
-
-
-@dataclass(frozen=True)
-class Plan:
-    """What replay found in the window: to queue (at most ``--max``), already handled, and
-    how many unhandled ones ``--max`` left out (``scan_truncated``: at least that many)."""
-
-    queue: Sequence[Occurrence]
-    handled: Sequence[Occurrence]
-    left_out: int
-    scan_truncated: bool
-
-
-Handled = Callable[[Sequence[datetime]], dict[datetime, str]]
-"""Given planned instants (oldest first), which are already handled and why."""
-
-
-def plan(job_id: str, schedule: Schedule, since: datetime, until: datetime, limit: int,
-         handled: Handled) -> Plan:
-    """The planned instants of ``(since, until]``, oldest first, split into those to queue
-    (the first ``limit`` unhandled ones), the handled ones and a count of the rest."""
-    from cronctl.ids import occurrence_id
-
-    queue: list[Occurrence] = []
-    skipped: list[Occurrence] = []
-    left_out = 0
-    scanned = 0
-    cursor = since
-    while scanned < SCAN_LIMIT:
-        chunk = schedule.between(cursor, until, limit=min(CHUNK, SCAN_LIMIT - scanned))
-        if not chunk:
-            break
-        scanned += len(chunk)
-        done = handled(chunk)
-        for at in chunk:
-            occurrence = Occurrence(at, occurrence_id(job_id, at), handled=done.get(at))
-            if occurrence.handled is not None:
-                skipped.append(occurrence)
-            elif len(queue) < limit:
-                queue.append(occurrence)
-            else:
-                left_out += 1
-        cursor = chunk[-1]
-    truncated = scanned >= SCAN_LIMIT and bool(schedule.between(cursor, until, limit=1))
-    return Plan(queue, skipped, left_out, truncated)
-
-
-def handled_in(store: Store | None, job_id: str) -> Handled:
-    """Look up the instants of a chunk: one query for executions, one for requests."""
-    from cronctl.ids import occurrence_id
-
-    def lookup(chunk: Sequence[datetime]) -> dict[datetime, str]:
-        if store is None:
-            return {}
-        first, last = chunk[0], chunk[-1]
-        executed = {r.occurrence_id for r in store.list_executions(
-            job_id=job_id, since=first, until=last, limit=None)}
-        requested = _requested(store, job_id, first, last)
-        out: dict[datetime, str] = {}
-        for at in chunk:
-            if occurrence_id(job_id, at) in executed:
-                out[at] = EXECUTED
-            elif at in requested:
-                out[at] = REQUESTED
-        return out
-
-    return lookup
-
-
-def _requested(store: Store, job_id: str, first: datetime, last: datetime) -> set[datetime]:
-    """Instants in ``[first, last]`` that already have a replay request.
-
-    The Store Protocol has no read of trigger requests, so this reads the table of the SQL
-    store directly (read-only). It only makes ``--dry-run`` and the report exact: the
-    store's unique (job, instant) request is what guarantees "never twice" when queueing.
-    """
-    engine = getattr(store, "engine", None)
-    if engine is None:
-        return set()
-    import sqlalchemy as sa
-
-    from cronctl.store.tables import trigger_requests
-
-    t = trigger_requests.c
-    query = sa.select(t.scheduled_at).where(
-        t.job_id == job_id, t.scheduled_at.is_not(None), t.scheduled_at >= first,
-        t.scheduled_at <= last)
-    with engine.connect() as conn:
-        return {at.astimezone(UTC) for at in conn.execute(query).scalars()}
+def _occurrence_json(o: Occurrence) -> dict[str, Any]:
+    doc: dict[str, Any] = {"scheduled_at": iso_z(o.scheduled_at),
+                           "occurrence_id": o.occurrence_id}
+    if o.handled is not None:
+        doc["reason"] = o.handled
+    else:
+        doc["request"] = o.request
+    return doc
 
 
 def _window(since: str, until: str | None, now: datetime) -> tuple[datetime, datetime]:
@@ -181,6 +80,7 @@ def replay(
     from cronctl.config import load_config
     from cronctl.jobs.checks import job_schedule
     from cronctl.jobs.loader import find_job
+    from cronctl.store.replay import enqueue, handled_in, plan
 
     options = global_options(ctx)
     now = datetime.now(UTC)
@@ -199,7 +99,7 @@ def replay(
         live = True
         if not dry_run and result.queue:
             assert store is not None
-            queued, raced = _enqueue(store, job, result.queue, now)
+            queued, raced = enqueue(store, job, result.queue, now)
             skipped = sorted([*skipped, *raced], key=lambda o: o.scheduled_at)
             live = bool(store.live_nodes(now, config.heartbeat_interval * 3))
     finally:
@@ -216,36 +116,18 @@ def replay(
     if as_json:
         typer.echo(json.dumps({
             "job": job, "since": iso_z(start), "until": iso_z(end), "dry_run": dry_run,
-            "queued": [o.to_json() for o in shown],
-            "already_handled": [o.to_json() for o in skipped],
+            "queued": [_occurrence_json(o) for o in shown],
+            "already_handled": [_occurrence_json(o) for o in skipped],
             "left_out": result.left_out, "left_out_at_least": result.scan_truncated,
         }, indent=2))
         return
     typer.echo(_text(job, dry_run, shown, skipped, result, max_count, start, end))
 
 
-def _enqueue(store: Store, job: str, queue: Sequence[Occurrence], now: datetime
-             ) -> tuple[list[Occurrence], list[Occurrence]]:
-    """Queue each occurrence; one whose request appeared meanwhile (another replay) is
-    reported as already requested."""
-    from dataclasses import replace
-
-    from cronctl.jobs.model import Origin
-
-    queued: list[Occurrence] = []
-    raced: list[Occurrence] = []
-    for occurrence in queue:
-        rid = store.enqueue_trigger(job, Origin.REPLAY, scheduled_at=occurrence.scheduled_at,
-                                    now=now)
-        if rid is None:
-            raced.append(replace(occurrence, handled=REQUESTED))
-        else:
-            queued.append(replace(occurrence, request=rid))
-    return queued, raced
-
-
 def _text(job: str, dry_run: bool, shown: Sequence[Occurrence], skipped: Sequence[Occurrence],
           result: Plan, max_count: int, start: datetime, end: datetime) -> str:
+    from cronctl.store.replay import EXECUTED
+
     lines: list[str] = []
     verb = "would queue" if dry_run else "queued"
     for o in shown:

@@ -1,4 +1,8 @@
-"""The store seam: one Protocol the SQL store keeps on SQLite and PostgreSQL.
+"""The store seam: one Protocol the SQL store keeps on SQLite and PostgreSQL, the union of
+its roles (each a Protocol with its invariant: :class:`Reads`, :class:`Triggers`,
+:class:`Liveness` here, :class:`~cronctl.store.firepath.FirePath` and
+:class:`~cronctl.store.upkeep.Upkeep` in their modules). A caller that needs one role
+takes that role; :class:`Store` is all of them.
 
 This module is import-light on purpose (no SQLAlchemy): the scheduler, the runtime and
 the fast CLI commands import it without opening a database. The records it speaks in
@@ -23,11 +27,12 @@ Conventions every implementation keeps:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection
 from datetime import datetime, timedelta
 from typing import Protocol, runtime_checkable
 
-from cronctl.jobs.model import ExecutionStatus, JobDefinition, Origin
+from cronctl.jobs.model import ExecutionStatus, Origin
+from cronctl.store.firepath import FirePath
 from cronctl.store.records import (
     DeliveryFailures,
     ExecutionRecord,
@@ -57,213 +62,17 @@ from cronctl.store.records import (
 )
 from cronctl.store.upkeep import Upkeep
 
-# --- the Protocol ------------------------------------------------------------------------
+# --- the roles ---------------------------------------------------------------------------
 
 
-@runtime_checkable
-class Store(Upkeep, Protocol):
-    """The durable state of cronctl. See the module docstring for the conventions."""
+class Reads(Protocol):
+    """What the read commands (``history``, ``logs``, ``status``, ``why``, ``list``) read;
+    :mod:`cronctl.store.reader` serves exactly this role without SQLAlchemy.
 
-    @property
-    def kind(self) -> str:
-        """``"sqlite"`` or ``"postgresql"``; ``"memory"`` for ``database = "none"`` (a
-        private SQLite file that is removed when the store closes)."""
-        ...
-
-    @property
-    def persistent(self) -> bool:
-        """False for ``database = "none"``: nothing survives the process."""
-        ...
-
-    @property
-    def display_url(self) -> str:
-        """The database URL with any password replaced by ``***``."""
-        ...
-
-    def close(self) -> None:
-        """Release connections. The store is unusable afterwards."""
-        ...
-
-    # --- schedules -------------------------------------------------------------------
-
-    def save_definitions(
-        self, jobs: Sequence[JobDefinition], *, now: datetime | None = None
-    ) -> None:
-        """Upsert one schedule row per job with a JSON snapshot of its definition.
-
-        Cursor, paused flag and fencing counter of existing rows are kept. Rows of jobs
-        not in ``jobs`` are left alone (a job that comes back keeps its cursor)."""
-        ...
-
-    def get_schedule(self, job_id: str) -> ScheduleState | None: ...
-
-    def list_schedules(self) -> list[ScheduleState]:
-        """All schedule rows, ordered by job id."""
-        ...
-
-    def advance_cursor(self, job_id: str, planned_at: datetime) -> datetime:
-        """Set the cursor to ``max(cursor, planned_at)`` and return the resulting cursor.
-
-        Never moves backwards, also when two nodes race. Creates the row if missing."""
-        ...
-
-    def advance_cursors(
-        self, cursors: Mapping[str, datetime], *, node_id: str | None = None,
-        node_cursors: Mapping[str, datetime] | None = None,
-    ) -> None:
-        """:meth:`advance_cursor` for every ``job id -> planned instant``, and the same
-        for ``node_id``'s own cursors of every_instance jobs (``node_cursors``), in ONE
-        transaction (all or nothing). Neither kind ever moves backwards."""
-        ...
-
-    def node_cursors(self, node_id: str) -> dict[str, datetime]:
-        """``job id -> cursor`` of ``node_id``'s every_instance jobs: each node catches up
-        from its own cursor, never from another node's."""
-        ...
-
-    def job_states(self) -> dict[str, tuple[datetime | None, bool]]:
-        """``job id -> (cursor, paused)`` of every schedule row, without decoding the
-        definitions (what the scheduler needs at start-up)."""
-        ...
-
-    def paused_job_ids(self) -> set[str]:
-        """Ids of the paused jobs (the scheduler polls this; cheap)."""
-        ...
-
-    def set_paused(self, job_id: str, paused: bool) -> None:
-        """Pause or resume the job cluster-wide. Creates the row if missing."""
-        ...
-
-    def next_fencing_token(self, job_id: str) -> int:
-        """Atomically increment and return the job's fencing counter (first call: 1).
-
-        Tokens of one job strictly increase across every caller, thread and node."""
-        ...
-
-    # --- executions ------------------------------------------------------------------
-
-    def try_insert_execution(
-        self,
-        *,
-        job_id: str,
-        occurrence_id: str,
-        scheduled_at: datetime,
-        attempt: int,
-        origin: Origin,
-        node_id: str,
-        scope_node: str | None,
-        fencing_token: int | None = None,
-        target: str = "",
-        status: ExecutionStatus = ExecutionStatus.PENDING,
-        started_at: datetime | None = None,
-        now: datetime | None = None,
-    ) -> int | None:
-        """The election: insert the attempt unless it exists; return the new row id if this
-        caller won, ``None`` if a row for the same (job, occurrence, scope, attempt)
-        already exists (inserted by anyone, any time).
-
-        ``scope_node=None`` means single_instance (the row is unique per occurrence and
-        attempt, cluster-wide); a node id means every_instance (unique per occurrence,
-        node and attempt). Exactly one of any number of concurrent callers wins."""
-        ...
-
-    def transition(
-        self,
-        execution_id: int,
-        expected: ExecutionStatus | Collection[ExecutionStatus],
-        new: ExecutionStatus,
-        *,
-        error: str | None = None,
-        started_at: datetime | None = None,
-        finished_at: datetime | None = None,
-        fencing_token: int | None = None,
-    ) -> bool:
-        """Compare-and-set the status: change it to ``new`` only if it currently is
-        ``expected`` (or one of them). Returns whether this call changed it; of two racing
-        callers exactly one wins. ``error``/``started_at``/``finished_at`` are written only
-        when given (and only when the transition happens).
-
-        Fencing: with ``fencing_token`` (the token the writer claimed the row with) the
-        change also requires the row to carry that token, so a writer whose claim is stale
-        changes nothing. A row that recovery closed (its node was judged dead) is not
-        ``running`` any more, so the late final status of its first node is refused
-        either way; the runtime logs that refusal (SPEC section 4, "Fencing")."""
-        ...
-
-    def claim_execution(
-        self, execution_id: int, *, node_id: str, fencing_token: int | None,
-        started_at: datetime,
-    ) -> bool:
-        """Start a ``pending`` row written ahead (a retry waiting for its backoff, or one
-        left by a scheduler that is gone): compare-and-set it to ``running`` and record
-        who runs it (``node_id``, ``fencing_token``) and since when. False if it is not
-        ``pending`` any more; of racing callers exactly one wins."""
-        ...
-
-    def insert_executions(self, rows: Sequence[NewExecution]) -> list[int | None]:
-        """:meth:`try_insert_execution` for each row, in ONE transaction: the new row id
-        where this caller won, ``None`` where a row with the same (job, occurrence, scope,
-        attempt) already existed (inserted by anyone, any time, or earlier in ``rows``).
-        Results are in the order of ``rows``."""
-        ...
-
-    def discard_pending(self, execution_ids: Collection[int]) -> int:
-        """Delete those of ``execution_ids`` that are still ``pending`` (rows written for
-        attempts that then never started: their instants get skip records instead, or
-        the misfire policy decides at the next start); returns how many were deleted."""
-        ...
-
-    def transitions(self, changes: Sequence[Transition]) -> list[bool]:
-        """:meth:`transition` for each change, in order, in ONE transaction; whether each
-        one happened. A change to a final status (neither ``pending`` nor ``running``)
-        that happens also releases the guard locks its execution holds, in the same
-        transaction (a refused one releases nothing: they may be another claimant's)."""
-        ...
-
-    # --- guard locks (cluster-wide serial groups and single_instance overlap) ----------
-
-    def insert_guarded(self, rows: Sequence[NewExecution]
-                       ) -> list[int | Fenced | str | None]:
-        """:meth:`insert_executions`, where a row with ``locks`` is inserted only together
-        with every one of its guard locks (``INSERT ... ON CONFLICT DO NOTHING`` on the
-        key), all in ONE transaction: the new row id where this caller won the row and its
-        locks (a :class:`Fenced` for a ``fenced`` row: the job's next fencing token was
-        taken after the locks, in that transaction, and written on the row); ``None``
-        where the row already existed; the key of a lock that another execution holds
-        (then neither the row nor any lock was written). Of any number of concurrent
-        callers taking one key, exactly one gets it."""
-        ...
-
-    def claim_guarded(
-        self, execution_id: int, *, node_id: str, fencing_token: int | None,
-        started_at: datetime, locks: Sequence[str], fence: str | None = None,
-    ) -> bool | Fenced | str:
-        """:meth:`claim_execution` together with ``locks``, in ONE transaction: True if the
-        row was claimed and the locks taken (a :class:`Fenced` when ``fence`` names the
-        row's job: its next fencing token was taken after the locks, in that transaction,
-        in place of ``fencing_token``); False if the row is not ``pending`` any more; the
-        key of a lock another execution holds (the row stays ``pending``)."""
-        ...
-
-    def guard_locks(self) -> list[GuardLock]:
-        """Every held lock, by key (``status`` and tests)."""
-        ...
-
-    def release_locks(self, node_id: str) -> int:
-        """Drop every lock ``node_id`` holds (its scheduler stopped or restarted); how
-        many."""
-        ...
-
-    def release_stale_locks(self, now: datetime, ttl: timedelta) -> int:
-        """Drop the locks of nodes that are dead (see :meth:`dead_nodes`) or have no node
-        row at all (crashed or stopped); how many."""
-        ...
-
-    def orphaned_executions(self) -> list[ExecutionRecord]:
-        """single_instance executions still ``pending`` or ``running`` whose node has no
-        node row any more (it stopped gracefully and left them for the cluster), oldest
-        ``scheduled_at`` first."""
-        ...
+    Invariant: a read writes nothing and leaves no transaction open. Each call sees what
+    was committed when it ran (two calls are not one snapshot); rows come in the order
+    each method states; a row that does not exist is ``None`` or absent, never an
+    error."""
 
     def get_execution(self, execution_id: int) -> ExecutionRecord | None: ...
 
@@ -303,40 +112,51 @@ class Store(Upkeep, Protocol):
         groups."""
         ...
 
-    def record_process(self, execution_id: int, pgid: int, process_start: str | None) -> None:
-        """Record the process group a command attempt runs in and its leader's identity
-        (:mod:`cronctl.processes`), so that recovery on the same host can end what the
-        attempt left running."""
-        ...
-
-    def request_cancel(self, execution_id: int) -> bool:
-        """Flag a ``pending`` or ``running`` execution for cancellation. Returns False if it
-        does not exist or has already ended (nothing is changed then)."""
-        ...
-
-    def cancel_requested(self, execution_ids: Collection[int]) -> set[int]:
-        """The subset of ``execution_ids`` flagged for cancellation (the runtime polls)."""
-        ...
-
-    def append_logs(self, batch: Sequence[LogEntry]) -> None:
-        """Append log lines; each execution's lines get consecutive ``seq`` numbers in the
-        order given. Lines of an execution that does not exist are dropped silently
-        (an untracked fire has no row)."""
-        ...
-
     def read_logs(
         self, execution_id: int, *, after_seq: int = 0, limit: int | None = None
     ) -> list[LogLine]:
         """Lines with ``seq > after_seq``, oldest first (``-f`` follows with the last seq)."""
         ...
 
-    def record_progress(
-        self, execution_id: int, done: float, total: float | None, message: str | None
-    ) -> None:
-        """Overwrite the execution's progress snapshot."""
+    def get_schedule(self, job_id: str) -> ScheduleState | None: ...
+
+    def list_schedules(self) -> list[ScheduleState]:
+        """All schedule rows, ordered by job id."""
         ...
 
-    # --- requests from other processes -------------------------------------------------
+    def list_skips(
+        self,
+        *,
+        job_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int | None = 50,
+    ) -> list[SkipRecord]:
+        """Skip runs, newest ``last_at`` first; ``since``/``until`` keep the runs that
+        overlap that window (inclusive). ``limit=None`` means all."""
+        ...
+
+    def skips_covering(self, job_id: str, at: datetime) -> list[SkipRecord]:
+        """The runs of ``job_id`` whose span contains ``at`` (``why``)."""
+        ...
+
+    def live_nodes(self, now: datetime, ttl: timedelta) -> list[NodeRecord]:
+        """Nodes that are not dead (see :meth:`Liveness.dead_nodes`), by node id."""
+        ...
+
+    def delivery_failures(self, node_ids: Collection[str] | None = None
+                          ) -> list[DeliveryFailures]:
+        """Nodes whose notifications fail, by node id."""
+        ...
+
+
+class Triggers(Protocol):
+    """Requests from other processes (``cronctl trigger``, ``replay``) to a running
+    scheduler, through the database.
+
+    Invariant: each request is taken by exactly one scheduler, cluster-wide, and at most
+    one request per (job, planned instant) ever exists, so an instant is never replayed
+    twice."""
 
     def enqueue_trigger(
         self,
@@ -372,14 +192,27 @@ class Store(Upkeep, Protocol):
 
     def get_trigger(self, request_id: int) -> TriggerRequest | None: ...
 
-    # --- nodes -------------------------------------------------------------------------
-    # Liveness never trusts a node's wall clock (the rules: cronctl.store.liveness). On
-    # PostgreSQL a registered node holds an advisory lock on a session of this store's
-    # own, released by the server when that connection drops, and heartbeats are stamped
-    # and aged by the server's clock; on SQLite a node lives while its recorded process
-    # (pid and start time) runs. ``now`` and ``ttl`` matter only where no better signal
-    # exists: a node whose heartbeat is older than ``ttl`` is dead (on SQLite only rows
-    # without a process identity, or of another host).
+    def list_triggers(self, job_id: str, *, since: datetime, until: datetime
+                      ) -> list[TriggerRequest]:
+        """The requests of ``job_id`` for a planned instant (replays) in ``[since,
+        until]``, oldest instant first. Requests to run now (manual) have no instant and
+        are never listed."""
+        ...
+
+
+class Liveness(Protocol):
+    """Scheduler nodes: registration, heartbeats, which nodes are dead, and what the
+    cluster takes back from a node that stopped or died (its guard locks, its
+    single_instance executions).
+
+    Invariant: liveness never trusts a node's wall clock (the rules:
+    :mod:`cronctl.store.liveness`). On PostgreSQL a registered node holds an advisory
+    lock on a session of this store's own, released by the server when that connection
+    drops, and heartbeats are stamped and aged by the server's clock; on SQLite a node
+    lives while its recorded process (pid and start time) runs. ``now`` and ``ttl``
+    matter only where no better signal exists: a node whose heartbeat is older than
+    ``ttl`` is dead (on SQLite only rows without a process identity, or of another
+    host)."""
 
     @property
     def beat_interval(self) -> float | None:
@@ -412,10 +245,6 @@ class Store(Upkeep, Protocol):
 
     def get_node(self, node_id: str) -> NodeRecord | None: ...
 
-    def live_nodes(self, now: datetime, ttl: timedelta) -> list[NodeRecord]:
-        """Nodes that are not dead (see :meth:`dead_nodes`), by node id."""
-        ...
-
     def dead_nodes(self, now: datetime, ttl: timedelta) -> list[NodeRecord]:
         """Nodes judged dead, by node id: on PostgreSQL, whose lock is free (and whose
         heartbeat is older than a short grace, by the server's clock) or whose heartbeat is
@@ -426,13 +255,58 @@ class Store(Upkeep, Protocol):
         """Delete the node row (and on PostgreSQL release its lock)."""
         ...
 
+    def release_locks(self, node_id: str) -> int:
+        """Drop every lock ``node_id`` holds (its scheduler stopped or restarted); how
+        many."""
+        ...
+
+    def release_stale_locks(self, now: datetime, ttl: timedelta) -> int:
+        """Drop the locks of nodes that are dead (see :meth:`dead_nodes`) or have no node
+        row at all (crashed or stopped); how many."""
+        ...
+
+    def orphaned_executions(self) -> list[ExecutionRecord]:
+        """single_instance executions still ``pending`` or ``running`` whose node has no
+        node row any more (it stopped gracefully and left them for the cluster), oldest
+        ``scheduled_at`` first."""
+        ...
+
+
+@runtime_checkable
+class Store(FirePath, Reads, Triggers, Liveness, Upkeep, Protocol):
+    """The durable state of cronctl: every role. See the module docstring for the
+    conventions every method keeps."""
+
+    @property
+    def kind(self) -> str:
+        """``"sqlite"`` or ``"postgresql"``; ``"memory"`` for ``database = "none"`` (a
+        private SQLite file that is removed when the store closes)."""
+        ...
+
+    @property
+    def persistent(self) -> bool:
+        """False for ``database = "none"``: nothing survives the process."""
+        ...
+
+    @property
+    def display_url(self) -> str:
+        """The database URL with any password replaced by ``***``."""
+        ...
+
+    def close(self) -> None:
+        """Release connections. The store is unusable afterwards."""
+        ...
+
+
 __all__ = [
     "DeliveryFailures",
     "ExecutionRecord",
     "Fenced",
+    "FirePath",
     "GuardLock",
     "group_lock",
     "job_lock",
+    "Liveness",
     "LogEntry",
     "LogLine",
     "NodeIdInUse",
@@ -442,6 +316,7 @@ __all__ = [
     "PrunePolicy",
     "PruneProgress",
     "PruneStep",
+    "Reads",
     "ScheduleState",
     "SchemaMismatch",
     "SkipRecord",
@@ -451,6 +326,8 @@ __all__ = [
     "StoreUnavailable",
     "Transition",
     "TriggerRequest",
+    "Triggers",
+    "Upkeep",
     "require_aware",
     "statuses",
 ]

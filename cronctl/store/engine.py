@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy import event, exc
 from sqlalchemy.engine import Engine
 
-from cronctl.errors import StoreError
+from cronctl.errors import StoreError, first_line
 from cronctl.store.urls import database_error, kind_of, redact
 
 SQLITE_BUSY_TIMEOUT_MS = 5000
@@ -114,17 +114,12 @@ def writer(engine: Engine) -> Engine:
     return engine
 
 
-def _first_line(error: BaseException) -> str:
-    orig = getattr(error, "orig", None) or error
-    text = str(orig).strip()
-    return text.splitlines()[0] if text else type(orig).__name__
-
-
 def translate(error: exc.SQLAlchemyError, url: str) -> StoreError:
     """One clear, password-free error for ``error`` raised while using ``url``."""
     transient = isinstance(error, exc.OperationalError | exc.InterfaceError
                            | exc.DisconnectionError)
-    return database_error(_first_line(error), url, transient=transient)
+    return database_error(first_line(getattr(error, "orig", None) or error), url,
+                          transient=transient)
 
 
 @contextmanager

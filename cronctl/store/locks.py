@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 
-from cronctl.store.connection import LIVE, SqlConnection, X
+from cronctl.store.connection import SqlConnection
 from cronctl.store.nodes import release_stale
 from cronctl.store.records import (
     ExecutionRecord,
@@ -17,13 +17,7 @@ from cronctl.store.records import (
     NewExecution,
     require_aware,
 )
-from cronctl.store.sqlrows import execution_row
-from cronctl.store.tables import (
-    group_waiters,
-    guard_locks,
-    job_executions,
-    scheduler_nodes,
-)
+from cronctl.store.tables import group_waiters, guard_locks
 
 
 class GuardLocks(SqlConnection):
@@ -70,12 +64,8 @@ class GuardLocks(SqlConnection):
             return release_stale(conn, self.engine.dialect.name == "postgresql", at, ttl)
 
     def orphaned_executions(self) -> list[ExecutionRecord]:
-        q = (sa.select(job_executions)
-             .where(X.status.in_(LIVE), X.scope == "",
-                    X.node_id.not_in(sa.select(scheduler_nodes.c.node_id)))
-             .order_by(X.scheduled_at, X.id))
-        with self._read() as conn:
-            return [execution_row(r) for r in conn.execute(q)]
+        with self._raw_read() as cur:
+            return self._raw.orphaned_executions(cur)
 
 
 __all__ = ["GuardLocks"]

@@ -26,7 +26,6 @@ from cronctl.store.records import (
     NodeRecord,
     require_aware,
 )
-from cronctl.store.sqlrows import node_row
 from cronctl.store.tables import group_waiters, guard_locks, scheduler_nodes
 
 N = scheduler_nodes.c
@@ -124,8 +123,9 @@ class Nodes(SqlConnection):
             ).first()
             if inserted is not None:
                 return
-            old = node_row(conn.execute(
-                sa.select(scheduler_nodes).where(N.node_id == node_id)).one())
+            with self._raw.cursor(conn) as cur:
+                old = self._raw.get_node(cur, node_id)
+            assert old is not None  # the insert found it, and this transaction holds it
             if self._may_take(conn, old, host, pid, process_start, start, ttl):
                 conn.execute(sa.update(scheduler_nodes).where(N.node_id == node_id)
                              .values(**values))
@@ -179,9 +179,8 @@ class Nodes(SqlConnection):
         return result.rowcount == 1
 
     def get_node(self, node_id: str) -> NodeRecord | None:
-        with self._read() as conn:
-            row = conn.execute(sa.select(scheduler_nodes).where(N.node_id == node_id)).first()
-        return None if row is None else node_row(row)
+        with self._raw_read() as cur:
+            return self._raw.get_node(cur, node_id)
 
     def _nodes(self, now: datetime, ttl: timedelta, dead: bool) -> list[NodeRecord]:
         at = require_aware(now, "now")

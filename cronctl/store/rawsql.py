@@ -24,7 +24,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from cronctl.jobs.model import ExecutionStatus, Origin
-from cronctl.store.reads import ReadQueries
+from cronctl.store.reads import ReadQueries, read_instant
 from cronctl.store.records import Fenced, NewExecution, Transition, require_aware, statuses
 
 _COLUMNS = ("job_id", "occurrence_id", "scheduled_at", "attempt", "scope", "node_id",
@@ -438,7 +438,7 @@ class RawSql(ReadQueries):
                     (node_id,))
         out: dict[str, datetime] = {}
         for job_id, at in cur.fetchall():
-            when = self.from_ts(at)
+            when = read_instant(at)
             assert when is not None
             out[job_id] = when
         return out
@@ -446,7 +446,7 @@ class RawSql(ReadQueries):
     def cursor_of(self, cur: Any, job_id: str) -> datetime | None:
         cur.execute(self.sql('SELECT "cursor" FROM job_schedules WHERE job_id = ?'), (job_id,))
         row = cur.fetchone()
-        return None if row is None else self.from_ts(row[0])
+        return None if row is None else read_instant(row[0])
 
     def set_paused(self, cur: Any, job_id: str, paused: bool) -> None:
         cur.execute(self.sql("INSERT INTO job_schedules (job_id, paused) VALUES (?, ?) "
@@ -464,7 +464,7 @@ class RawSql(ReadQueries):
 
     def job_states(self, cur: Any) -> dict[str, tuple[datetime | None, bool]]:
         cur.execute('SELECT job_id, "cursor", paused FROM job_schedules')
-        return {job_id: (self.from_ts(at), bool(paused)) for job_id, at, paused in cur.fetchall()}
+        return {job_id: (read_instant(at), bool(paused)) for job_id, at, paused in cur.fetchall()}
 
     def paused_job_ids(self, cur: Any) -> set[str]:
         cur.execute(self.sql("SELECT job_id FROM job_schedules WHERE paused = ?"), (True,))

@@ -1,11 +1,13 @@
-"""The queries of the read commands (``history``, ``logs``, ``status``, ``why``, ``list``)
-on a DB-API cursor: one implementation, used by the SQL store (through SQLAlchemy's
-connections) and by :mod:`cronctl.store.reader` (plain ``sqlite3`` / ``psycopg``, so that
-a read command does not pay for importing SQLAlchemy).
+"""The store's read queries, row decoders and instant codec, on a DB-API cursor: one
+implementation, run by the SQL store (on the cursor of an SQLAlchemy connection) and by
+:mod:`cronctl.store.reader` (plain ``sqlite3`` / ``psycopg``, so that a read command does
+not pay for importing SQLAlchemy). Both run the same query text.
 
 Standard library only. SQL is written with ``?`` placeholders; :meth:`ReadQueries.sql`
-gives PostgreSQL ``%s``. SQLite stores times as fixed-width ISO 8601 UTC text (see
-:class:`cronctl.store.tables.UtcDateTime`), PostgreSQL as ``timestamptz``.
+gives PostgreSQL ``%s``. An instant is stored as fixed-width ISO 8601 UTC text on SQLite
+(:func:`cronctl.ids.utc_iso`) and as ``timestamptz`` on PostgreSQL:
+:func:`bind_instant` and :func:`read_instant` are the one codec (the table type
+:class:`cronctl.store.tables.UtcDateTime` uses them too).
 
 Every query reads its rows through an index that ends in its order (migration 0007;
 ``tests/integration/store/test_store_read_plans.py`` checks the plans).
@@ -29,6 +31,7 @@ from cronctl.store.records import (
     NodeRecord,
     ScheduleState,
     SkipRecord,
+    TriggerRequest,
     require_aware,
     statuses,
 )
@@ -46,6 +49,40 @@ _SKIPS = ("SELECT id, job_id, scope, first_at, last_at, count, reason, node_id, 
 _SCHEDULES = ('SELECT job_id, definition, "cursor", paused, fencing_token, updated_at '
               "FROM job_schedules")
 _NODES = "n.node_id, n.host, n.pid, n.started_at, n.heartbeat_at, n.process_start"
+TRIGGER_COLUMNS = ("id", "job_id", "origin", "scheduled_at", "requested_at", "taken_by",
+                   "taken_at", "execution_id", "error", "done")
+_TRIGGERS = f"SELECT {', '.join(TRIGGER_COLUMNS)} FROM trigger_requests"
+
+# --- instants: the one codec ------------------------------------------------------------
+
+
+def bind_instant(value: datetime, pg: bool) -> Any:
+    """An aware instant as its column stores it: an aware UTC datetime for PostgreSQL's
+    ``timestamptz``, the fixed-width text of :func:`cronctl.ids.utc_iso` on SQLite (its
+    text order is time order). A naive datetime raises ``ValueError``."""
+    if value.utcoffset() is None:
+        raise ValueError(f"expected an aware datetime, got {value!r}")
+    return value.astimezone(UTC) if pg else utc_iso(value)
+
+
+def read_instant(value: Any) -> datetime | None:
+    """A stored instant as an aware UTC datetime (``None`` stays ``None``): SQLite's text,
+    or the datetime the PostgreSQL driver returns (naive only in a column created outside
+    cronctl: read as UTC)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return datetime.fromisoformat(value).astimezone(UTC)
+    assert isinstance(value, datetime)
+    return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _instant(value: Any) -> datetime:
+    """:func:`read_instant` of a NOT NULL column."""
+    out = read_instant(value)
+    assert out is not None
+    return out
+
 
 # --- liveness (the rules: cronctl.store.liveness) ---------------------------------------
 
@@ -112,17 +149,8 @@ class ReadQueries:
         return out
 
     def ts(self, value: datetime) -> Any:
-        """A datetime as the column type binds it."""
-        return value.astimezone(UTC) if self.pg else utc_iso(value)
-
-    @staticmethod
-    def from_ts(value: Any) -> datetime | None:
-        if value is None:
-            return None
-        if isinstance(value, str):
-            return datetime.fromisoformat(value).astimezone(UTC)
-        assert isinstance(value, datetime)
-        return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+        """An instant as this dialect's column binds it (:func:`bind_instant`)."""
+        return bind_instant(value, self.pg)
 
     def _rows(self, cur: Any, text: str, params: Sequence[Any] = ()) -> list[Any]:
         cur.execute(self.sql(text), tuple(params))
@@ -130,17 +158,18 @@ class ReadQueries:
 
     # --- executions ------------------------------------------------------------------
 
-    def execution(self, r: Sequence[Any]) -> ExecutionRecord:
-        """A row of :data:`EXECUTION_COLUMNS` as a record."""
-        at = self.from_ts
-        scheduled, created = at(r[3]), at(r[11])
-        assert scheduled is not None and created is not None
+    @staticmethod
+    def execution(r: Sequence[Any]) -> ExecutionRecord:
+        """A row of :data:`EXECUTION_COLUMNS` as a record (the one decoder of execution
+        rows)."""
+        at = read_instant
         return ExecutionRecord(
-            id=int(r[0]), job_id=r[1], occurrence_id=r[2], scheduled_at=scheduled,
+            id=int(r[0]), job_id=r[1], occurrence_id=r[2], scheduled_at=_instant(r[3]),
             attempt=int(r[4]), origin=Origin(r[7]), status=ExecutionStatus(r[8]),
             node_id=r[6], scope_node=r[5] or None,
             fencing_token=None if r[10] is None else int(r[10]), target=r[9],
-            created_at=created, started_at=at(r[12]), finished_at=at(r[13]), error=r[14],
+            created_at=_instant(r[11]), started_at=at(r[12]), finished_at=at(r[13]),
+            error=r[14],
             progress_done=None if r[15] is None else float(r[15]),
             progress_total=None if r[16] is None else float(r[16]),
             progress_message=r[17], cancel_requested=bool(r[18]),
@@ -229,6 +258,13 @@ class ReadQueries:
         rows = self._executions(cur, f"{_EXECUTIONS} WHERE {' AND '.join(where)}", params)
         return sorted(rows, key=lambda r: (r.scheduled_at, r.id))
 
+    def orphaned_executions(self, cur: Any) -> list[ExecutionRecord]:
+        """Live single_instance rows whose node has no node row, oldest first."""
+        return self._executions(
+            cur, f"{_EXECUTIONS} WHERE status IN ({', '.join('?' * len(LIVE))}) "
+            "AND scope = '' AND node_id NOT IN (SELECT node_id FROM scheduler_nodes) "
+            "ORDER BY scheduled_at, id", LIVE)
+
     # --- logs --------------------------------------------------------------------------
 
     def read_logs(self, cur: Any, execution_id: int, *, after_seq: int = 0,
@@ -241,9 +277,7 @@ class ReadQueries:
             params.append(int(limit))
         out: list[LogLine] = []
         for eid, seq, at, level, message in self._rows(cur, text, params):
-            when = self.from_ts(at)
-            assert when is not None
-            out.append(LogLine(int(eid), int(seq), when, level, message))
+            out.append(LogLine(int(eid), int(seq), _instant(at), level, message))
         return out
 
     # --- skip records ------------------------------------------------------------------
@@ -252,13 +286,10 @@ class ReadQueries:
         out: list[SkipRecord] = []
         for i, job_id, scope, first, last, count, reason, node, created, detail in self._rows(
                 cur, text, params):
-            first_at, last_at, created_at = (self.from_ts(first), self.from_ts(last),
-                                              self.from_ts(created))
-            assert first_at is not None and last_at is not None and created_at is not None
-            out.append(SkipRecord(id=int(i), job_id=job_id, reason=reason, first_at=first_at,
-                                  last_at=last_at, count=int(count), node_id=node,
-                                  scope_node=scope or None, created_at=created_at,
-                                  detail=detail))
+            out.append(SkipRecord(id=int(i), job_id=job_id, reason=reason,
+                                  first_at=_instant(first), last_at=_instant(last),
+                                  count=int(count), node_id=node, scope_node=scope or None,
+                                  created_at=_instant(created), detail=detail))
         return out
 
     def list_skips(self, cur: Any, *, job_id: str | None = None,
@@ -286,8 +317,8 @@ class ReadQueries:
 
     def _schedule(self, r: Sequence[Any]) -> ScheduleState:
         return ScheduleState(job_id=r[0], definition=json.loads(r[1] or "{}"),
-                             cursor=self.from_ts(r[2]), paused=bool(r[3]),
-                             fencing=int(r[4]), updated_at=self.from_ts(r[5]))
+                             cursor=read_instant(r[2]), paused=bool(r[3]),
+                             fencing=int(r[4]), updated_at=read_instant(r[5]))
 
     def get_schedule(self, cur: Any, job_id: str) -> ScheduleState | None:
         rows = self._rows(cur, f"{_SCHEDULES} WHERE job_id = ?", (job_id,))
@@ -309,10 +340,14 @@ class ReadQueries:
         return [(n, dead_here(n.host, n.pid, n.process_start, n.heartbeat_at, at, ttl))
                 for n in nodes]
 
-    def _node(self, r: Sequence[Any]) -> NodeRecord:
-        started, beat = self.from_ts(r[3]), self.from_ts(r[4])
-        assert started is not None and beat is not None
-        return NodeRecord(r[0], r[1], int(r[2]), started, beat, r[5])
+    @staticmethod
+    def _node(r: Sequence[Any]) -> NodeRecord:
+        return NodeRecord(r[0], r[1], int(r[2]), _instant(r[3]), _instant(r[4]), r[5])
+
+    def get_node(self, cur: Any, node_id: str) -> NodeRecord | None:
+        rows = self._rows(cur, f"SELECT {_NODES} FROM scheduler_nodes n WHERE n.node_id = ?",
+                          (node_id,))
+        return self._node(rows[0]) if rows else None
 
     def delivery_failures(self, cur: Any, node_ids: Collection[str] | None = None
                           ) -> list[DeliveryFailures]:
@@ -327,10 +362,38 @@ class ReadQueries:
         out: list[DeliveryFailures] = []
         for node, since, last, failures, error in self._rows(cur, text + " ORDER BY node_id",
                                                              params):
-            since_at, last_at = self.from_ts(since), self.from_ts(last)
-            assert since_at is not None and last_at is not None
-            out.append(DeliveryFailures(node, since_at, last_at, int(failures), error))
+            out.append(DeliveryFailures(node, _instant(since), _instant(last), int(failures),
+                                        error))
         return out
+
+    # --- trigger requests --------------------------------------------------------------
+
+    @staticmethod
+    def trigger(r: Sequence[Any]) -> TriggerRequest:
+        """A row of :data:`TRIGGER_COLUMNS` as a record."""
+        return TriggerRequest(
+            id=int(r[0]), job_id=r[1], origin=Origin(r[2]), scheduled_at=read_instant(r[3]),
+            requested_at=_instant(r[4]), taken_by=r[5], taken_at=read_instant(r[6]),
+            execution_id=None if r[7] is None else int(r[7]), error=r[8], done=bool(r[9]))
+
+    def select_triggers(self, cur: Any, where: str, params: Sequence[Any],
+                        order: str = "id") -> list[TriggerRequest]:
+        """The requests matching ``where`` (``?`` placeholders), ordered by ``order``."""
+        return [self.trigger(r) for r in self._rows(
+            cur, f"{_TRIGGERS} WHERE {where} ORDER BY {order}", params)]
+
+    def get_trigger(self, cur: Any, request_id: int) -> TriggerRequest | None:
+        found = self.select_triggers(cur, "id = ?", (request_id,))
+        return found[0] if found else None
+
+    def list_triggers(self, cur: Any, job_id: str, *, since: datetime, until: datetime
+                      ) -> list[TriggerRequest]:
+        """Requests of ``job_id`` for a planned instant in ``[since, until]``, oldest
+        instant first (through the unique (job_id, scheduled_at) index)."""
+        return self.select_triggers(
+            cur, "job_id = ? AND scheduled_at >= ? AND scheduled_at <= ?",
+            (job_id, self.ts(require_aware(since, "since")),
+             self.ts(require_aware(until, "until"))), order="scheduled_at")
 
 
 def _newest_first(select: str, where: list[str], params: list[Any], column: str,
@@ -345,4 +408,5 @@ def _newest_first(select: str, where: list[str], params: list[Any], column: str,
     return text
 
 
-__all__ = ["EXECUTION_COLUMNS", "LIVE", "ReadQueries", "dead_here", "pg_dead", "pg_params"]
+__all__ = ["EXECUTION_COLUMNS", "LIVE", "TRIGGER_COLUMNS", "ReadQueries", "bind_instant",
+           "dead_here", "pg_dead", "pg_params", "read_instant"]

@@ -40,6 +40,7 @@ from datetime import datetime
 from typing import Any
 
 from cronctl.store.connection import LIVE, SqlConnection
+from cronctl.store.reads import read_instant
 from cronctl.store.records import (
     PRUNE_PHASES,
     PruneCounts,
@@ -152,7 +153,7 @@ class Retention(SqlConnection):
                     (*params, limit))
         out: list[tuple[int, str, datetime, int]] = []
         for eid, job, planned, lines in cur.fetchall():
-            when = self._raw.from_ts(planned)
+            when = read_instant(planned)
             assert when is not None
             out.append((int(eid), str(job), when, int(lines)))
         return out
@@ -166,7 +167,7 @@ class Retention(SqlConnection):
         if job not in kept:
             cur.execute(self._raw.sql(_KEPT), (job, *LIVE, keep_last - 1))
             row = cur.fetchone()
-            when = None if row is None else self._raw.from_ts(row[0])
+            when = None if row is None else read_instant(row[0])
             kept[job] = None if row is None or when is None else (when, int(row[1]))
         oldest = kept[job]
         return oldest is None or (planned, eid) >= oldest

@@ -3,13 +3,13 @@ the two agree on SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Dialect
 
-from cronctl.ids import utc_iso
+from cronctl.store.reads import bind_instant, read_instant
 
 # Deterministic constraint names, so migrations can refer to them on every dialect.
 metadata = sa.MetaData(
@@ -30,7 +30,9 @@ class UtcDateTime(sa.types.TypeDecorator[datetime]):
 
     PostgreSQL: ``TIMESTAMP WITH TIME ZONE``. SQLite: the fixed-width string
     ``YYYY-MM-DDTHH:MM:SS.ffffffZ``, whose text order is time order, so ``<``, ``max``
-    and ``ORDER BY`` work in SQL. Naive datetimes are refused (they are bugs)."""
+    and ``ORDER BY`` work in SQL. Naive datetimes are refused (they are bugs). The
+    conversions are the store's one instant codec
+    (:func:`cronctl.store.reads.bind_instant`, :func:`~cronctl.store.reads.read_instant`)."""
 
     impl = sa.DateTime(timezone=True)
     cache_ok = True
@@ -43,21 +45,12 @@ class UtcDateTime(sa.types.TypeDecorator[datetime]):
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> Any:
         if value is None:
             return None
-        if not isinstance(value, datetime) or value.utcoffset() is None:
+        if not isinstance(value, datetime):
             raise ValueError(f"expected an aware datetime, got {value!r}")
-        if dialect.name == "sqlite":
-            return utc_iso(value)
-        return value.astimezone(UTC)
+        return bind_instant(value, dialect.name != "sqlite")
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if isinstance(value, str):
-            return datetime.fromisoformat(value).astimezone(UTC)
-        assert isinstance(value, datetime)
-        if value.tzinfo is None:  # pragma: no cover - a column created outside cronctl
-            return value.replace(tzinfo=UTC)
-        return value.astimezone(UTC)
+        return read_instant(value)
 
 
 # Integer ids: BIGINT on PostgreSQL, INTEGER (the rowid alias) on SQLite.

@@ -12,7 +12,6 @@ from cronctl.store.connection import SqlConnection, aware, now_or
 from cronctl.store.records import (
     TriggerRequest,
 )
-from cronctl.store.sqlrows import trigger_row
 from cronctl.store.tables import (
     trigger_requests,
 )
@@ -74,12 +73,10 @@ class TriggerRequests(SqlConnection):
                 .where(T.id.in_(ids), T.taken_by.is_(None))
                 .values(taken_by=node_id, taken_at=at)
             )
-            rows = conn.execute(
-                sa.select(trigger_requests)
-                .where(T.id.in_(ids), T.taken_by == node_id, T.taken_at == at)
-                .order_by(T.id)
-            )
-            return [trigger_row(r) for r in rows]
+            with self._raw.cursor(conn) as cur:
+                return self._raw.select_triggers(
+                    cur, f"id IN ({', '.join('?' * len(ids))}) AND taken_by = ? "
+                    "AND taken_at = ?", (*ids, node_id, self._raw.ts(at)))
 
     def complete_trigger(
         self, request_id: int, *, execution_id: int | None = None, error: str | None = None
@@ -92,11 +89,13 @@ class TriggerRequests(SqlConnection):
             )
 
     def get_trigger(self, request_id: int) -> TriggerRequest | None:
-        with self._read() as conn:
-            row = conn.execute(
-                sa.select(trigger_requests).where(trigger_requests.c.id == request_id)
-            ).first()
-        return None if row is None else trigger_row(row)
+        with self._raw_read() as cur:
+            return self._raw.get_trigger(cur, request_id)
+
+    def list_triggers(self, job_id: str, *, since: datetime, until: datetime
+                      ) -> list[TriggerRequest]:
+        with self._raw_read() as cur:
+            return self._raw.list_triggers(cur, job_id, since=since, until=until)
 
 
 __all__ = ["TriggerRequests"]

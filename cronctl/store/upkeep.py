@@ -5,23 +5,30 @@ marks and delivery failures, and retention (section 7). Same conventions as
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
 from cronctl.jobs.model import ExecutionStatus
 from cronctl.store.records import (
-    DeliveryFailures,
     PruneCounts,
     PrunePolicy,
     PruneProgress,
     PruneStep,
-    SkipRecord,
     SkipRun,
 )
 
 
 class Upkeep(Protocol):
+    """Accounting and bounds: the skip ledger, notification marks and delivery failures,
+    retention.
+
+    Invariant: each decision is recorded once cluster-wide, whichever nodes take it (a
+    skipped instant, a notification's mark), and retention never deletes a live
+    execution nor one of a job's newest ``keep_last``; passes may run concurrently, and
+    a second pass with the same policy deletes nothing. The reads of the skip ledger and
+    of delivery failures are in :class:`~cronctl.store.base.Reads`."""
+
     # --- the skip ledger -------------------------------------------------------------
 
     def record_skips(self, runs: Sequence[SkipRun], *, now: datetime | None = None
@@ -30,22 +37,6 @@ class Upkeep(Protocol):
         cluster-wide: a run whose ``(job, scope, first_at)`` is already recorded changes
         nothing, except that a longer run extends it. Per run: whether this call
         recorded something new (the node that did is the one that notifies)."""
-        ...
-
-    def list_skips(
-        self,
-        *,
-        job_id: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        limit: int | None = 50,
-    ) -> list[SkipRecord]:
-        """Skip runs, newest ``last_at`` first; ``since``/``until`` keep the runs that
-        overlap that window (inclusive). ``limit=None`` means all."""
-        ...
-
-    def skips_covering(self, job_id: str, at: datetime) -> list[SkipRecord]:
-        """The runs of ``job_id`` whose span contains ``at`` (``why``)."""
         ...
 
     # --- notifications (SPEC section 7) ------------------------------------------------
@@ -73,11 +64,6 @@ class Upkeep(Protocol):
                       now: datetime | None = None) -> None:
         """A delivery of ``node_id`` failed (counted; failing since the first failure
         after the last success) or worked (clears it)."""
-        ...
-
-    def delivery_failures(self, node_ids: Collection[str] | None = None
-                          ) -> list[DeliveryFailures]:
-        """Nodes whose notifications fail, by node id."""
         ...
 
     # --- retention ---------------------------------------------------------------------

@@ -420,4 +420,21 @@ def test_replay_requests_are_never_queued_twice(store: Store) -> None:
     assert store.enqueue_trigger("a", Origin.REPLAY, scheduled_at=planned) is None
 
 
+def test_trigger_requests_of_a_window_oldest_instant_first(store: Store) -> None:
+    zone = timezone(timedelta(hours=-5))
+    planned = [T0 - timedelta(hours=h) for h in (1, 3, 2)]
+    ids = {at: store.enqueue_trigger("a", Origin.REPLAY, scheduled_at=at, now=T0)
+           for at in planned}
+    store.enqueue_trigger("a", now=T0)  # run now: no instant, never listed
+    store.enqueue_trigger("b", Origin.REPLAY, scheduled_at=planned[0], now=T0)
+    got = store.list_triggers("a", since=(T0 - timedelta(hours=3)).astimezone(zone),
+                              until=T0 - timedelta(hours=2))
+    assert [(t.id, t.scheduled_at, t.job_id) for t in got] == [
+        (ids[at], at, "a") for at in sorted(planned)[:2]]
+    assert all(t.scheduled_at is not None and t.scheduled_at.tzinfo is UTC for t in got)
+    assert store.list_triggers("a", since=T0, until=T0 + timedelta(days=1)) == []
+    with pytest.raises(ValueError):
+        store.list_triggers("a", since=T0.replace(tzinfo=None), until=T0)
+
+
 # Node liveness and registration: test_store_liveness.py (with real processes).

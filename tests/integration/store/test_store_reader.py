@@ -1,9 +1,11 @@
-"""The reader of the read commands (:mod:`cronctl.store.reader`, no SQLAlchemy) returns
+"""The reader of the read commands (:mod:`cronctl.store.reader`: ``sqlite3`` or psycopg, no
+SQLAlchemy) serves the store's whole :class:`~cronctl.store.base.Reads` role and returns
 what the SQL store returns, on SQLite and PostgreSQL; a database it cannot read at the
 schema head is left to the full store."""
 
 from __future__ import annotations
 
+import inspect
 import os
 import sqlite3
 from datetime import UTC, datetime, timedelta
@@ -14,7 +16,8 @@ import pytest
 from cronctl.jobs.model import ExecutionStatus as S
 from cronctl.jobs.model import Origin
 from cronctl.store import Store
-from cronctl.store.reader import open_reader
+from cronctl.store.base import Reads
+from cronctl.store.reader import DbReader, open_reader
 from cronctl.store.records import SchemaMismatch, SkipRun, StoreUnavailable
 
 T0 = datetime(2026, 3, 8, 7, 0, 0, tzinfo=UTC)
@@ -68,7 +71,9 @@ def test_the_reader_returns_what_the_store_returns(store: Store, store_url: str)
                                   until=T0 + timedelta(minutes=3), limit=None)],
             "latest_executions": lambda s: s.latest_executions(["a", "b", "zz"]),
             "executions_of_occurrence": lambda s: s.executions_of_occurrence("a", "a-1"),
-            "pending_or_running": lambda s: s.pending_or_running(),
+            "pending_or_running": lambda s: [
+                s.pending_or_running(), s.pending_or_running(job_ids=["b"]),
+                s.pending_or_running(node_id="n1"), s.pending_or_running(node_ids=[])],
             "read_logs": lambda s: [s.read_logs(ids["a1"]), s.read_logs(ids["a1"], after_seq=1),
                                     s.read_logs(ids["a1"], limit=1), s.read_logs(999)],
             "list_skips": lambda s: [s.list_skips(), s.list_skips(job_id="b"),
@@ -79,8 +84,10 @@ def test_the_reader_returns_what_the_store_returns(store: Store, store_url: str)
                                        s.get_schedule("zz")],
             "list_schedules": lambda s: s.list_schedules(),
             "live_nodes": lambda s: s.live_nodes(now, TTL),
-            "delivery_failures": lambda s: s.delivery_failures(),
+            "delivery_failures": lambda s: [s.delivery_failures(),
+                                            s.delivery_failures(["zz"])],
         }
+        assert set(calls) == _members(Reads)  # every read of the role is compared
         for name, call in calls.items():
             expected = call(store)
             assert call(reader) == expected, name
@@ -91,6 +98,17 @@ def test_the_reader_returns_what_the_store_returns(store: Store, store_url: str)
         assert record.progress_done == 3.0 and record.progress_message == "three of ten"
     finally:
         reader.close()
+
+
+def _members(protocol: type) -> set[str]:
+    return {name for name, value in vars(protocol).items()
+            if not name.startswith("_") and callable(value)}
+
+
+def test_the_reader_has_the_read_role_s_signatures() -> None:
+    for name in _members(Reads):
+        assert inspect.signature(getattr(DbReader, name)) == inspect.signature(
+            getattr(Reads, name)), name
 
 
 def test_a_database_not_at_the_head_is_left_to_the_store(tmp_path: Path) -> None:
