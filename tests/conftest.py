@@ -56,3 +56,20 @@ def postgres_url(postgres_server_url: str) -> Iterator[str]:
     finally:
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(autouse=True)
+def _process_state_restored() -> Iterator[None]:
+    """In-process CLI calls append ``[scheduler] python_path`` to ``sys.path`` and set the
+    process-wide service registry, as one ``cronctl`` process should; tests share a
+    process, so each one starts from the state before it (otherwise entry points found
+    through one test's ``python_path`` would appear in the next test's jobs)."""
+    import sys
+
+    from cronctl.jobs import registry
+
+    path = list(sys.path)
+    default = registry._default
+    yield
+    sys.path[:] = path
+    registry._default = default

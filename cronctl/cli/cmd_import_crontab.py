@@ -157,6 +157,10 @@ def import_crontab(
         "--system/--user", show_default=False,
         help="Lines have a user column (/etc/crontab, /etc/cron.d/*) or not. Default: "
              "from FILE's path.")] = None,
+    spread: Annotated[bool, typer.Option(
+        "--spread", help="Write @hourly as 'H * * * *' and @daily/@midnight as 'H H * * *': "
+                         "each job at a minute of its own instead of all at :00 (this "
+                         "changes their fire times).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
 ) -> None:
     """Convert a crontab into a job file that keeps cron's fire times."""
@@ -177,7 +181,8 @@ def import_crontab(
     conversion = convert_crontab(
         text, default_zone=zone, system=_is_system_crontab(file) if system is None else system,
         # The file being replaced does not count: its ids are free again.
-        taken_ids=_taken_ids(config.jobs_dir, destination), now=datetime.now(UTC))
+        taken_ids=_taken_ids(config.jobs_dir, destination), now=datetime.now(UTC),
+        spread=spread)
     source = "standard input" if file == STDIN else file
     document = render_toml(conversion, source=source) if conversion.jobs else None
     written = None

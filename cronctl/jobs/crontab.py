@@ -36,6 +36,9 @@ from cronctl.jobs.crontab_fields import (
 )
 
 _MACROS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
+# ``--spread``: the hash-spread form (SPEC section 8) offered for these macros, as Jenkins
+# reads them: hourly at a minute of the job's own, daily at a minute and hour of its own.
+SPREAD_MACROS = {"@hourly": "H * * * *", "@daily": "H H * * *", "@midnight": "H H * * *"}
 _ENV = re.compile(r"\s*([^\s=]+)\s*=(.*)")
 _ID_MAX = 60
 _MAX_DELAY_MINUTES = 36525 * 1440
@@ -62,6 +65,7 @@ class CrontabJob:
     env: Mapping[str, str] = field(default_factory=dict)
     dst: tuple[str, str] | None = None  # (dst_gap, dst_fold) where auto would differ
     jitter: str | None = None
+    spread_from: str | None = None  # the macro this line had, when --spread replaced it
 
     @property
     def table(self) -> dict[str, Any]:
@@ -97,6 +101,7 @@ class _State:
     env: dict[str, str] = field(default_factory=dict)
     cron_tz: str | None = None
     jitter: str | None = None
+    spread: bool = False
 
     @property
     def zone(self) -> str:
@@ -105,13 +110,16 @@ class _State:
 
 
 def convert_crontab(text: str, *, default_zone: str = "UTC", system: bool = False,
-                    taken_ids: Collection[str] = (), now: datetime | None = None
-                    ) -> Conversion:
+                    taken_ids: Collection[str] = (), now: datetime | None = None,
+                    spread: bool = False) -> Conversion:
     """Convert a crontab. ``system``: lines have a user column (/etc/crontab, cron.d).
     ``default_zone``: the zone of lines before any CRON_TZ/TZ (cron's local time).
     ``taken_ids``: ids the new jobs must not reuse. With ``now``, a job that would not
-    fire within cronctl's 4-year horizon from then is reported instead."""
-    state = _State(default_zone)
+    fire within cronctl's 4-year horizon from then is reported instead. ``spread``:
+    ``@hourly`` and ``@daily``/``@midnight`` lines become ``H`` expressions
+    (:data:`SPREAD_MACROS`), so that they no longer all fire at :00 (opt-in: it changes
+    their fire times, which the conversion otherwise keeps exactly)."""
+    state = _State(default_zone, spread=spread)
     jobs: list[CrontabJob] = []
     problems: list[NotConverted] = []
     used = set(taken_ids)
@@ -190,6 +198,9 @@ def _entry(line: str, number: int, state: _State, system: bool, used: set[str],
             raise _Skip(f"{fields[0]} is not a cron macro")
         expression, cron_fixed = macro, macro != "@hourly"
         hour_text = "*" if macro == "@hourly" else "0"
+        if state.spread and macro in SPREAD_MACROS:
+            expression = SPREAD_MACROS[macro]
+            hour_text = expression.split()[1]
     else:
         expression, cron_fixed = _expression(fields)
         hour_text = expression.split()[2]
@@ -201,16 +212,19 @@ def _entry(line: str, number: int, state: _State, system: bool, used: set[str],
     dst = None
     if cron_fixed == hour_text.startswith("*"):
         dst = ("shift", "first") if cron_fixed else ("skip", "both")
+    job_id = unique_id(derive_id(command), used)
     try:
-        schedule = Schedule(expression, zone, *(dst or ("auto", "auto")))
+        schedule = Schedule(expression, zone, *(dst or ("auto", "auto")), hash_id=job_id)
     except CronSyntaxError as exc:
         raise _Skip(str(exc)) from None
     if now is not None and schedule.next_after(now) is None:
         raise _Skip("does not fire within 4 years (cronctl's search horizon)")
     return CrontabJob(
-        id=unique_id(derive_id(command), used), line=number, text=line, cron=expression,
+        id=job_id, line=number, text=line, cron=expression,
         timezone=zone, command=shell_command(command, stdin, state.env.get("SHELL")),
-        user=user, env=dict(state.env), dst=dst, jitter=state.jitter)
+        user=user, env=dict(state.env), dst=dst, jitter=state.jitter,
+        spread_from=fields[0].lower() if expression != fields[0].lower()
+        and fields[0].startswith("@") else None)
 
 
 def _split(line: str, system: bool) -> tuple[list[str], str | None, str]:
@@ -370,6 +384,9 @@ def render_toml(conversion: Conversion, *, source: str) -> str:
         who = f" (user {_comment(job.user)})" if job.user else ""
         out.append("")
         out.append(f"# {_comment(source)} line {job.line}{who}: {_comment(job.text.strip())}")
+        if job.spread_from is not None:
+            out.append(f"# --spread: {job.spread_from} became {job.cron!r}, at a time of "
+                       "this job's own (see 'cronctl next " + job.id + "')")
         out.append(tomli_w.dumps({"jobs": {job.id: job.table}}).rstrip("\n"))
         tables[job.id] = job.table
     document = "\n".join(out) + "\n"

@@ -183,3 +183,20 @@ def test_a_converted_percent_command_gets_crons_standard_input(workdir: Path,
     subprocess.run(["/bin/sh", "-c", job["command"]], check=True, timeout=30,
                    env={"PATH": "/usr/bin:/bin"})
     assert sink.read_text() == "it's 100% \n  two\\x%done\n"
+
+
+def test_spread_writes_h_for_hourly_and_daily_only_when_asked(workdir: Path) -> None:
+    (workdir / "mycron").write_text("@hourly /opt/a\n@daily /opt/b\n@weekly /opt/c\n")
+    plain = tomllib.loads(cronctl(workdir, "import-crontab", "mycron", "--dry-run").out)
+    assert [j["cron"] for j in plain["jobs"].values()] == ["@hourly", "@daily", "@weekly"]
+    run = cronctl(workdir, "import-crontab", "mycron", "--spread")
+    assert run.code == 0, run.err
+    text = (workdir / "jobs.d" / "mycron.toml").read_text()
+    jobs = tomllib.loads(text)["jobs"]
+    assert [j["cron"] for j in jobs.values()] == ["H * * * *", "H H * * *", "@weekly"]
+    assert "# --spread: @hourly became 'H * * * *'" in text
+    # the written file validates, and each H resolves with the job's own id
+    checked = cronctl(workdir, "list", "--json")
+    assert checked.code == 0, checked.err
+    rows = {row["id"]: row for row in json.loads(checked.out)["jobs"]}
+    assert "H" not in rows["a"]["resolved"] and "H" not in rows["b"]["resolved"]
