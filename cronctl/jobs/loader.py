@@ -81,11 +81,15 @@ def load_jobs(
 def find_job(settings: JobSettings, job_id: str, *, now: datetime | None = None) -> JobDefinition:
     """The job named ``job_id``. :class:`NotFoundError` (exit 3, with a did-you-mean) when
     no source defines it; :class:`ConfigError` when that job itself is invalid. Problems
-    of other jobs do not matter here."""
-    loaded = _load(settings, now=now, registry=None)
+    of other jobs do not matter here, so only the files that can define it are read and
+    only it is built; a job that none of them defines is looked for among all jobs, for
+    the did-you-mean."""
+    loaded = _load(settings, now=now, registry=None, only=job_id)
     job = loaded.built.get(job_id)
     if job is not None:
         return job
+    if job_id not in loaded.failed:
+        loaded = _load(settings, now=now, registry=None)
     if job_id in loaded.failed:
         problems = loaded.failed[job_id]
         more = f" (and {len(problems) - 1} more; run 'cronctl validate')" if len(
@@ -106,15 +110,16 @@ def importable_from(base_dir: Path) -> None:
         sys.path.append(path)
 
 
-def _load(settings: JobSettings, *, now: datetime | None, registry: ServiceRegistry | None
-          ) -> _Loaded:
+def _load(settings: JobSettings, *, now: datetime | None, registry: ServiceRegistry | None,
+          only: str | None = None) -> _Loaded:
+    """``only``: build that job alone (and read only the files that can define it)."""
     now = now if now is not None else datetime.now(UTC)
     for directory in (*settings.python_path, settings.base_dir):
         importable_from(directory)
     clear_python_cache()
     if registry is None:
         registry = discover_services()
-    files = read_jobs_dir(settings.jobs_dir, required=settings.jobs_dir_required)
+    files = read_jobs_dir(settings.jobs_dir, required=settings.jobs_dir_required, only=only)
     violations: list[Violation] = [*registry.violations, *files.violations]
     raws: list[RawJob] = []
 
@@ -161,6 +166,8 @@ def _load(settings: JobSettings, *, now: datetime | None, registry: ServiceRegis
     failed: dict[str, list[Violation]] = {}
     warnings: list[Violation] = [*files.warnings]
     for raw in raws:
+        if only is not None and raw.id != only:
+            continue
         result = build_job(raw, ctx)
         violations.extend(result.violations)
         warnings.extend(result.warnings)

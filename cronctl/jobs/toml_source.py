@@ -38,9 +38,14 @@ class JobFiles:
     warnings: tuple[Violation, ...] = ()
 
 
-def read_jobs_dir(jobs_dir: Path, *, required: bool = True) -> JobFiles:
+def read_jobs_dir(jobs_dir: Path, *, required: bool = True, only: str | None = None
+                  ) -> JobFiles:
     """Every ``*.toml`` in ``jobs_dir``, sorted by name; problems become violations.
-    A missing directory that is not ``required`` (the default ``jobs.d``) is a warning."""
+    A missing directory that is not ``required`` (the default ``jobs.d``) is a warning.
+
+    ``only``: a job id; files that cannot define it are not parsed (``cronctl next JOB``
+    among 100,000 jobs reads one file, not all of them). Their problems are then not
+    reported, so this is for showing one job, never for validating."""
     shown = display_path(jobs_dir)
     try:
         paths = sorted(p for p in jobs_dir.iterdir() if p.name.endswith(".toml"))
@@ -63,6 +68,8 @@ def read_jobs_dir(jobs_dir: Path, *, required: bool = True) -> JobFiles:
     jobs: list[TomlJob] = []
     violations: list[Violation] = []
     for path in paths:
+        if only is not None and not _may_define(path, only):
+            continue
         file_jobs, file_violations = read_job_file(path)
         jobs.extend(file_jobs)
         violations.extend(file_violations)
@@ -107,6 +114,18 @@ def read_job_file(path: Path) -> tuple[list[TomlJob], list[Violation]]:
         jobs.append(TomlJob(id=job_id, values=values, source=table_source,
                             key_sources=key_sources))
     return jobs, violations
+
+
+def _may_define(path: Path, job_id: str) -> bool:
+    """Whether the file's bytes could define ``job_id``: they hold the id itself, or a
+    ``\\u``/``\\U`` escape that a quoted key could spell it with (ids are ASCII
+    letters, digits, '.', '_' and '-', so no other escape can). Unreadable files are
+    read properly, to report why."""
+    try:
+        raw = path.read_bytes()
+    except (OSError, ValueError):
+        return True
+    return job_id.encode() in raw or b"\\u" in raw or b"\\U" in raw
 
 
 def _key_text(key: str) -> str:

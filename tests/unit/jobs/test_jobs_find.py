@@ -51,3 +51,42 @@ def test_lazy_exports() -> None:
         assert getattr(cronctl.jobs, name) is not None
     with pytest.raises(AttributeError):
         _ = cronctl.jobs.nope  # type: ignore[attr-defined]
+
+
+def _parsed_files(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    from cronctl.jobs import toml_source
+
+    parsed: list[str] = []
+    real = toml_source.read_job_file
+
+    def recording(path: Path) -> object:
+        parsed.append(path.name)
+        return real(path)
+
+    monkeypatch.setattr(toml_source, "read_job_file", recording)
+    return parsed
+
+
+def test_find_job_parses_only_the_files_that_can_define_it(
+        tmp_path: Path, write: WriteJob, monkeypatch: pytest.MonkeyPatch) -> None:
+    for n in range(5):
+        write(f"f{n}.toml", "".join(f'[jobs.job-{n}{k}]\nevery = "1m"\ncommand = ["true"]\n'
+                                    for k in range(3)))
+    write("zz-broken.toml", "[jobs.x\n")
+    parsed = _parsed_files(monkeypatch)
+    assert find_job(make_settings(tmp_path), "job-31", now=NOW).id == "job-31"
+    assert parsed == ["f3.toml"]
+
+
+def test_find_job_sees_an_id_spelled_with_escapes_and_duplicates(
+        tmp_path: Path, write: WriteJob, monkeypatch: pytest.MonkeyPatch) -> None:
+    write("a.toml", '[jobs."b\\u0061ckup"]\nevery = "1m"\ncommand = ["true"]\n')
+    write("b.toml", '[jobs.other]\nevery = "1m"\ncommand = ["true"]\n')
+    parsed = _parsed_files(monkeypatch)
+    assert find_job(make_settings(tmp_path), "backup", now=NOW).id == "backup"
+    assert parsed == ["a.toml"]
+    write("c.toml", '[jobs.backup]\nevery = "2m"\ncommand = ["true"]\n')
+    # the same id in two files: both are read, and the answer is the one reading every
+    # file gives (the first file's table; validate reports the duplicate)
+    job = find_job(make_settings(tmp_path), "backup", now=NOW)
+    assert parsed[-2:] == ["a.toml", "c.toml"] and job.source.endswith("a.toml:1")
