@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ class TomlJob:
     id: str
     values: dict[str, Any]
     source: str  # path:line of the table
-    key_sources: dict[str, str] = field(default_factory=dict)
+    key_sources: Mapping[str, str] = field(default_factory=dict)
 
     def source_of(self, key: str | None) -> str:
         return self.key_sources.get(key, self.source) if key else self.source
@@ -88,7 +89,7 @@ def read_job_file(path: Path) -> tuple[list[TomlJob], list[Violation]]:
         # lost its contents, or a template nobody filled in.
         return [], [Violation(shown, None, None,
                               "defines no jobs; add a [jobs.<id>] table or delete the file")]
-    index = _LineIndex(text)
+    index = _FileLines(text)
     violations: list[Violation] = []
     for key in data:
         if key != "jobs":
@@ -108,9 +109,7 @@ def read_job_file(path: Path) -> tuple[list[TomlJob], list[Violation]]:
                                         f"must be a table ([jobs.{_key_text(job_id)}] with "
                                         "keys under it), not a value"))
             continue
-        key_sources = {
-            key: index.source(shown, ("jobs", job_id), key) for key in values
-        }
+        key_sources = _KeyLines(index, shown, job_id, values)
         jobs.append(TomlJob(id=job_id, values=values, source=table_source,
                             key_sources=key_sources))
     return jobs, violations
@@ -249,6 +248,74 @@ class _LineIndex:
         if line is None:
             line = self.tables.get((*table, key))  # [jobs.x.parameters] sub-table
         return f"{shown}:{line}" if line is not None else self.table_source(shown, table)
+
+
+# `[jobs.<id>]` on a line of its own, the way nearly every job table is written.
+_SIMPLE_HEADER = re.compile(
+    r"^[ \t]*\[[ \t]*jobs[ \t]*\.[ \t]*([A-Za-z0-9_-]+)[ \t]*\][ \t]*(?:#[^\n]*)?$", re.M)
+
+
+class _FileLines:
+    """The lines of one file's tables and keys, worked out when first asked for.
+
+    Every job needs its table's line (its ``source``); only a job with a problem needs its
+    keys' lines. So the plain ``[jobs.<id>]`` headers come from one regex pass over the
+    text, and the full scan (:class:`_LineIndex`, a Python loop over every line) runs only
+    when a key's line, or a table written another way, is asked for. A file with a
+    multi-line string, in which a line could look like a header, always gets the full scan.
+    """
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._index: _LineIndex | None = None
+        self._headers: dict[str, int] | None = None
+
+    @property
+    def index(self) -> _LineIndex:
+        if self._index is None:
+            self._index = _LineIndex(self._text)
+        return self._index
+
+    def _simple_headers(self) -> dict[str, int]:
+        if self._headers is None:
+            text = self._text
+            self._headers = {}
+            if '"""' not in text and "'''" not in text:
+                line, pos = 1, 0
+                for match in _SIMPLE_HEADER.finditer(text):
+                    line += text.count("\n", pos, match.start())
+                    pos = match.start()
+                    self._headers.setdefault(match.group(1), line)
+        return self._headers
+
+    def table_source(self, shown: str, path: tuple[str, ...]) -> str:
+        if len(path) == 2 and path[0] == "jobs":
+            line = self._simple_headers().get(path[1])
+            if line is not None:
+                return f"{shown}:{line}"
+        return self.index.table_source(shown, path)
+
+    def source(self, shown: str, table: tuple[str, ...], key: str) -> str:
+        return self.index.source(shown, table, key)
+
+
+class _KeyLines(Mapping[str, str]):
+    """``key -> path:line`` for one job's keys, looked up only when a message needs one."""
+
+    def __init__(self, lines: _FileLines, shown: str, job_id: str,
+                 keys: Mapping[str, object]) -> None:
+        self._lines, self._shown, self._table, self._keys = lines, shown, ("jobs", job_id), keys
+
+    def __getitem__(self, key: str) -> str:
+        if key not in self._keys:
+            raise KeyError(key)
+        return self._lines.source(self._shown, self._table, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
 
 
 def _bracket_balance(text: str) -> int:

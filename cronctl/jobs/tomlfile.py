@@ -85,13 +85,19 @@ def _depth(value: dict[str, Any]) -> int:
     stack: list[tuple[dict[str, Any] | list[Any], int]] = [(value, 0)]
     while stack:
         item, level = stack.pop()
-        children: Collection[Any] = item.values() if isinstance(item, dict) else item
+        children: Collection[Any] = item.values() if type(item) is dict else item
         # Only containers go on the stack (most values are scalars): a container's
-        # values, whatever they are, are one level below it.
-        reach = level + 1 if children else level
-        if reach > deepest:
-            deepest = reach
+        # values, whatever they are, are one level below it. tomllib makes plain dicts
+        # and lists, so an exact type test does (and is twice as fast as isinstance).
+        if not children:
+            continue
+        level += 1
+        if level > deepest:
+            deepest = level
             if deepest > MAX_DEPTH:
                 return deepest
-        stack.extend((v, level + 1) for v in children if isinstance(v, dict | list))
+        for child in children:
+            kind = type(child)
+            if kind is dict or kind is list:
+                stack.append((child, level))
     return deepest
