@@ -9,7 +9,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Dialect
 
-from cronctl.store.reads import bind_instant, read_instant
+from cronctl.store.reads import LIVE_INDEX, LIVE_WHERE, bind_instant, read_instant
 
 # Deterministic constraint names, so migrations can refer to them on every dialect.
 metadata = sa.MetaData(
@@ -109,6 +109,9 @@ job_executions = sa.Table(
              "scheduled_at", "id"),
     sa.Index("ix_job_executions_scheduled_at_id", "scheduled_at", "id"),
     sa.Index("ix_job_executions_status_scheduled_at_id", "status", "scheduled_at", "id"),
+    # The live rows alone (migration 0010): status and recovery read them through it.
+    sa.Index(LIVE_INDEX, "scheduled_at", "id", sqlite_where=sa.text(LIVE_WHERE),
+             postgresql_where=sa.text(LIVE_WHERE)),
 )
 
 job_logs = sa.Table(

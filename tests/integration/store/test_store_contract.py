@@ -327,6 +327,21 @@ def test_history_filters_and_order(store: Store) -> None:
     assert [r.attempt for r in attempts] == [1, 2]
 
 
+def test_latest_executions_of_many_jobs_in_one_read(store: Store) -> None:
+    """Thousands of ids (past SQLite's old 999-parameter limit) in one statement; a later
+    attempt at the same planned instant is the newer row; jobs without rows are absent."""
+    newest = {}
+    for n in range(1500):
+        job = f"job-{n}"
+        for minutes in (0, 5):
+            newest[job] = must_insert(store, job, T0 + timedelta(minutes=minutes))
+    retry = must_insert(store, "job-7", T0 + timedelta(minutes=5), attempt=2)
+    newest["job-7"] = retry
+    wanted = [*newest, "job-7", "nobody"]  # a repeated id and an unknown one
+    latest = store.latest_executions(wanted)
+    assert {k: v.id for k, v in latest.items()} == newest
+
+
 def test_pending_or_running_for_recovery(store: Store) -> None:
     p1 = must_insert(store, "a", T0 + timedelta(minutes=2), node="n1")
     r1 = must_insert(store, "b", T0 + timedelta(minutes=1), node="n2")

@@ -20,7 +20,7 @@ from cronctl.jobs.model import ExecutionStatus as S
 from cronctl.jobs.model import Origin
 from cronctl.store import Store, open_store
 from cronctl.store.reader import DbReader, open_reader
-from cronctl.store.reads import ReadQueries
+from cronctl.store.reads import LIVE_INDEX, ReadQueries
 from cronctl.store.sql import SqlStore
 
 T0 = datetime(2026, 3, 8, 7, 0, 0, tzinfo=UTC)
@@ -80,8 +80,12 @@ def plans(store: SqlStore, call: Callable[[], Any]) -> list[str]:
 
 
 def _walks_a_table(plan: list[str]) -> list[str]:
+    """Scans of a big table. A scan of the partial index of live rows is not one: it
+    holds the pending and running rows only (here its statistics say 1M rows, and it is
+    still the plan: status does not depend on them)."""
     return [line for line in plan if line.startswith(("SCAN job_executions",
-                                                      "SCAN skip_records"))]
+                                                      "SCAN skip_records"))
+            and not line.endswith(f"USING INDEX {LIVE_INDEX}")]
 
 
 CASES: dict[str, Callable[[Store], object]] = {
@@ -118,7 +122,8 @@ READER_CASES: dict[str, Callable[[DbReader], object]] = {
         since=T0, until=T0 + timedelta(hours=1), limit=20),
     "history --status skipped": lambda r: r.list_skips(since=T0, limit=20),
     "logs ID": lambda r: (r.get_execution(5), r.read_logs(5)),
-    "status": lambda r: (r.pending_or_running(), r.list_executions(job_id="j1", limit=1),
+    "status": lambda r: (r.pending_or_running(), r.latest_executions(["j1", "j2"]),
+                         r.list_executions(job_id="j1", limit=1),
                          r.list_schedules(), r.delivery_failures()),
     "why": lambda r: (r.executions_of_occurrence("j1", "0" * 32), r.skips_covering("j1", T0),
                       r.get_schedule("j1")),
