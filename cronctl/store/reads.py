@@ -235,6 +235,7 @@ class ReadQueries:
         wanted = list(dict.fromkeys(job_ids))
         if not wanted:
             return {}
+        ids: list[str] | str
         if self.pg:
             ids, source = wanted, "unnest(?::text[]) AS j(v)"
         else:
