@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -11,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Protocol
 import typer
 
 from cronctl.cli.options import global_options
-from cronctl.cli.shared import check_all, iso_z
+from cronctl.cli.shared import check_all, iso_z, rows_json
 from cronctl.cli.tables import WIDE_HELP, Cell, Column, Output, Row, Table
 from cronctl.escaping import printable
 
@@ -168,7 +167,7 @@ def list_jobs(
         raise typer.Exit(1)
     rows = list_rows(checked.config, checked.result.jobs, now, _statuses(checked))
     if as_json:
-        typer.echo(json.dumps({"jobs": [row.to_json() for row in rows]}, indent=2))
+        typer.echo(rows_json("jobs", [row.to_json() for row in rows]))
     elif not rows:
         typer.echo("no jobs")
     else:

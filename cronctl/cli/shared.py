@@ -219,6 +219,18 @@ def execution_json(record: ExecutionRecord) -> dict[str, Any]:
     }
 
 
+def rows_json(key: str, rows: list[dict[str, Any]]) -> str:
+    """``{key: rows}`` as JSON text with one row per line. ``json.dumps(indent=2)`` runs
+    the pure-Python encoder: 100,000 jobs took seconds; each row through the C encoder
+    takes microseconds, and the document stays readable and line-oriented."""
+    import json
+
+    if not rows:
+        return json.dumps({key: []}, indent=2)
+    body = ",\n    ".join(json.dumps(row, ensure_ascii=True) for row in rows)
+    return f"{{\n  {json.dumps(key)}: [\n    {body}\n  ]\n}}"
+
+
 def escape_for_terminal(text: str) -> str:
     """Control characters escaped, except newlines and tabs (tracebacks stay readable)."""
     from cronctl.escaping import printable

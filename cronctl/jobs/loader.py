@@ -8,16 +8,14 @@ overrides it key by key; ``cron``/``every`` (with ``anchor``) count as one key, 
 
 from __future__ import annotations
 
-import gc
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from cronctl.errors import ConfigError, NotFoundError
+from cronctl.heap import collector_paused
 from cronctl.jobs.build import BuildContext, RawJob, build_job, check_id
 from cronctl.jobs.checks import clear_python_cache
 from cronctl.jobs.model import JobDefinition
@@ -113,26 +111,10 @@ def importable_from(base_dir: Path) -> None:
         sys.path.append(path)
 
 
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector off while a job set is built. Loading allocates
-    millions of objects that all stay alive (documents, definitions, schedules); each
-    allocation burst set off a collection that walked every object built so far, which
-    at 100,000 jobs was ~45 % of the load. Nothing here makes cycles to collect, and a
-    collection after loading is the caller's choice (``run`` settles its heap once)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _load(settings: JobSettings, *, now: datetime | None, registry: ServiceRegistry | None,
           only: str | None = None) -> _Loaded:
     """``only``: build that job alone (and read only the files that can define it)."""
-    with _collector_paused():
+    with collector_paused():
         return _load_sources(settings, now=now, registry=registry, only=only)
 
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from types import FrameType
 
 from cronctl.config import Config
+from cronctl.heap import collector_paused
 from cronctl.jobs.model import JobDefinition
 from cronctl.runtime.observers import serving
 from cronctl.runtime.scheduler import Scheduler
@@ -29,7 +30,8 @@ def serve(config: Config, jobs: Sequence[JobDefinition], store: Store, *,
           reload: Reloader) -> None:
     """Run a scheduler of ``jobs`` until SIGTERM or SIGINT (on the main thread: it installs
     the signal handlers)."""
-    scheduler = Scheduler(config, jobs, store)
+    with collector_paused():  # a big job set's scheduler: see cronctl.heap
+        scheduler = Scheduler(config, jobs, store)
     with serving(config, scheduler.watch):  # /metrics and /healthz when [metrics] listen
         run_until_signalled(scheduler, reload)
 
@@ -52,7 +54,8 @@ def run_until_signalled(scheduler: Scheduler, reload: Reloader) -> None:
     signal.signal(signal.SIGTERM, on_stop)
     signal.signal(signal.SIGINT, on_stop)
     signal.signal(signal.SIGHUP, on_reload)
-    scheduler.start()
+    with collector_paused():  # recovery, cursors and the core's heap: settled just after
+        scheduler.start()
     settle_heap()
     try:
         while not stop_requested:

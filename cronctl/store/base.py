@@ -124,6 +124,10 @@ class Reads(Protocol):
         """All schedule rows, ordered by job id."""
         ...
 
+    def paused_job_ids(self) -> set[str]:
+        """Ids of the paused jobs (an index read: no definition is decoded)."""
+        ...
+
     def list_skips(
         self,
         *,

@@ -466,10 +466,6 @@ class RawSql(ReadQueries):
         cur.execute('SELECT job_id, "cursor", paused FROM job_schedules')
         return {job_id: (read_instant(at), bool(paused)) for job_id, at, paused in cur.fetchall()}
 
-    def paused_job_ids(self, cur: Any) -> set[str]:
-        cur.execute(self.sql("SELECT job_id FROM job_schedules WHERE paused = ?"), (True,))
-        return {row[0] for row in cur.fetchall()}
-
     def untaken_triggers(self, cur: Any) -> list[tuple[int, str]]:
         cur.execute("SELECT id, job_id FROM trigger_requests WHERE taken_by IS NULL ORDER BY id")
         return [(int(i), j) for i, j in cur.fetchall()]

@@ -119,6 +119,9 @@ class DbReader:
     def list_schedules(self) -> list[ScheduleState]:
         return self._run(self._q.list_schedules)
 
+    def paused_job_ids(self) -> set[str]:
+        return self._run(self._q.paused_job_ids)
+
     def live_nodes(self, now: datetime, ttl: timedelta) -> list[NodeRecord]:
         return self._run(lambda cur: [n for n, dead in self._q.judged_nodes(cur, now, ttl)
                                       if not dead])

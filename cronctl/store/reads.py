@@ -341,6 +341,11 @@ class ReadQueries:
         rows = self._rows(cur, f"{_SCHEDULES} WHERE job_id = ?", (job_id,))
         return self._schedule(rows[0]) if rows else None
 
+    def paused_job_ids(self, cur: Any) -> set[str]:
+        """Through the (paused, job_id) index, without decoding any definition."""
+        cur.execute(self.sql("SELECT job_id FROM job_schedules WHERE paused = ?"), (True,))
+        return {row[0] for row in cur.fetchall()}
+
     def list_schedules(self, cur: Any) -> list[ScheduleState]:
         return [self._schedule(r) for r in self._rows(cur, f"{_SCHEDULES} ORDER BY job_id")]
 

@@ -56,7 +56,7 @@ def read_statuses(url: str, job_ids: Collection[str], *, node_id: str) -> Status
         source = open_store(url, node_id=node_id, auto_migrate=False)
     try:
         latest = source.latest_executions(job_ids)
-        paused = {s.job_id for s in source.list_schedules() if s.paused}
+        paused = source.paused_job_ids()
     finally:
         source.close()
     return _Fixed({job: rec.status.value for job, rec in latest.items()}, paused)

@@ -83,6 +83,7 @@ def test_the_reader_returns_what_the_store_returns(store: Store, store_url: str)
             "get_schedule": lambda s: [s.get_schedule("a"), s.get_schedule("b"),
                                        s.get_schedule("zz")],
             "list_schedules": lambda s: s.list_schedules(),
+            "paused_job_ids": lambda s: s.paused_job_ids(),
             "live_nodes": lambda s: s.live_nodes(now, TTL),
             "delivery_failures": lambda s: [s.delivery_failures(),
                                             s.delivery_failures(["zz"])],
@@ -92,6 +93,8 @@ def test_the_reader_returns_what_the_store_returns(store: Store, store_url: str)
             expected = call(store)
             assert call(reader) == expected, name
         assert reader.list_executions(job_id="a", limit=1)[0].id == ids["a4"]
+        store.set_paused("b", True)
+        assert reader.paused_job_ids() == store.paused_job_ids() == {"b"}
         assert reader.live_nodes(now, TTL)[0].node_id == "n1"
         record = reader.get_execution(ids["b2"])
         assert record is not None and record.cancel_requested

@@ -1,0 +1,213 @@
+"""The scale envelope: ``python -m bench.bench_scale [jobs] [reads]``.
+
+**Jobs** (10,000 and 100,000 daily command jobs in 100 files, SQLite): the per-job cost
+of loading and validating beyond ``tomllib`` (in a child process, CPU time, best of
+two), and the wall time and peak memory of the real commands: ``validate``,
+``next JOB``, ``why JOB``, ``trigger JOB``, ``list --json``, ``list``, and ``cronctl run``
+up to READY (with its resident memory then and 5 s later). Goals at 100,000 jobs:
+<= 25 us a job beyond tomllib, ``next``/``why``/``trigger`` <= 0.5 s, ``list`` <= 4 s,
+READY <= 5 s and <= 250 MB.
+
+**Reads** (``history``, ``logs``, ``status``, ``why`` on 10,000, 1M and 10M executions,
+SQLite and PostgreSQL, after ANALYZE): the median wall of each command and its growth
+from the smallest to the largest data set (goal: within 1.3x). The sizes measured are
+``CRONCTL_BENCH_READ_SIZES`` (default ``10k,1M,10M``); the 10M data sets take minutes to
+generate (the SQLite one is cached under the temporary directory).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench._bigdb import Size, big_postgres, big_sqlite, command_wall, read_commands
+from bench._support import NoPostgres, fmt, print_table, rss_mb, tree_env
+
+JOB_COUNTS = (10_000, 100_000)
+FILES = 100
+READ_SIZES = {"10k": Size(100, 100), "1M": Size(100, 10_000), "10M": Size(100, 100_000, 1)}
+READY_TIMEOUT = 120.0
+
+_PER_JOB_SCRIPT = """
+import gc, sys, time, tomllib
+from datetime import UTC, datetime
+from pathlib import Path
+from cronctl.config import Config
+from cronctl.jobs.loader import load_jobs
+d = Path(sys.argv[1])
+config = Config(path=None, base_dir=d.parent, database="none", jobs_dir=d, node_id="b")
+best_toml = best_load = float("inf")
+for _ in range(2):
+    t = time.process_time()
+    for p in sorted(d.glob("*.toml")):
+        tomllib.loads(p.read_text())
+    best_toml = min(best_toml, time.process_time() - t)
+    t = time.process_time()
+    jobs = len(load_jobs(config.job_settings, now=datetime.now(UTC)).jobs)
+    best_load = min(best_load, time.process_time() - t)
+    gc.collect()
+print(best_toml, best_load, jobs)
+"""
+
+
+def generate(folder: Path, count: int) -> None:
+    """``count`` daily command jobs in :data:`FILES` files, and a SQLite config."""
+    jobs_dir = folder / "jobs.d"
+    jobs_dir.mkdir(parents=True, exist_ok=True)
+    per_file = count // FILES
+    for f in range(FILES):
+        tables = []
+        for j in range(per_file):
+            i = f * per_file + j
+            tables.append(f'[jobs.job-{i:06d}]\ncron = "{i % 60} {i % 24} * * *"\n'
+                          f'command = ["/bin/true", "{i}"]\n')
+        (jobs_dir / f"f{f:03d}.toml").write_text("\n".join(tables))
+    (folder / "cronctl.toml").write_text(
+        '[scheduler]\ndatabase = "sqlite:///state.db"\njobs_dir = "jobs.d"\n'
+        'node_id = "bench"\n')
+
+
+def _cli(folder: Path, *args: str) -> tuple[float, float, int]:
+    """(wall seconds, peak RSS MB, exit code) of one ``cronctl`` process."""
+    started = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "cronctl", "-c", "cronctl.toml", *args],
+                            cwd=folder, env=tree_env(), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return time.perf_counter() - started, usage.ru_maxrss / 1024, proc.returncode
+
+
+def _median_cli(folder: Path, args: list[str], runs: int) -> dict[str, float]:
+    samples = sorted((_cli(folder, *args) for _ in range(runs)), key=lambda s: s[0])
+    wall, peak, code = samples[len(samples) // 2]
+    return {"wall_s": wall, "peak_mb": peak, "exit": code}
+
+
+def _ready(folder: Path) -> dict[str, float]:
+    """Seconds from start to the READY log line of ``cronctl run``, RSS then and 5 s on."""
+    log = folder / "run.log"
+    started = time.perf_counter()
+    with log.open("wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "cronctl", "-c", "cronctl.toml", "run"],
+                                cwd=folder, env=tree_env(), stdin=subprocess.DEVNULL,
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        ready = float("nan")
+        while time.perf_counter() - started < READY_TIMEOUT and proc.poll() is None:
+            if b" ready " in log.read_bytes():
+                ready = time.perf_counter() - started
+                break
+            time.sleep(0.05)
+        rss_ready = rss_mb(proc.pid)[0]
+        time.sleep(5)
+        rss_later, peak = rss_mb(proc.pid)
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return {"ready_s": ready, "rss_ready_mb": rss_ready, "rss_5s_mb": rss_later,
+            "peak_mb": peak}
+
+
+def bench_jobs(count: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="cronctl-bench-scale-") as tmp:
+        folder = Path(tmp)
+        generate(folder, count)
+        out = subprocess.run([sys.executable, "-c", _PER_JOB_SCRIPT, str(folder / "jobs.d")],
+                             env=tree_env(), capture_output=True, text=True, check=True)
+        toml_s, load_s, jobs = out.stdout.split()
+        result: dict[str, Any] = {
+            "jobs": int(jobs), "tomllib_s": float(toml_s), "load_s": float(load_s),
+            "beyond_us": (float(load_s) - float(toml_s)) / int(jobs) * 1e6}
+        if _cli(folder, "db", "upgrade")[2] != 0:
+            raise SystemExit("cronctl db upgrade failed")
+        job = f"job-{count // 2:06d}"
+        for name, args, runs in (("validate", ["validate"], 3),
+                                 ("next JOB", ["next", job], 5),
+                                 ("why JOB", ["why", job, "1h"], 5),
+                                 ("trigger JOB", ["trigger", job], 3),
+                                 ("list --json", ["list", "--json"], 3),
+                                 ("list", ["list"], 3)):
+            result[name] = _median_cli(folder, args, runs)
+        result["run"] = _ready(folder)
+    return result
+
+
+def report_jobs(results: dict[int, dict[str, Any]]) -> None:
+    small, big = (results[c] for c in JOB_COUNTS)
+    rows = [["us a job beyond tomllib (CPU)", fmt(small["beyond_us"], digits=1),
+             fmt(big["beyond_us"], digits=1), "", "<= 25"],
+            ["tomllib alone (CPU s)", fmt(small["tomllib_s"], digits=2),
+             fmt(big["tomllib_s"], digits=2), "", ""]]
+    goals = {"next JOB": "<= 0.5 s", "why JOB": "<= 0.5 s", "trigger JOB": "<= 0.5 s",
+             "list --json": "<= 4 s", "list": "<= 4 s"}
+    for name in ("validate", "next JOB", "why JOB", "trigger JOB", "list --json", "list"):
+        a, b = small[name], big[name]
+        bad = f" (exit {b['exit']})" if b["exit"] else ""
+        rows.append([f"{name}: wall s / peak MB",
+                     f"{a['wall_s']:.2f} / {a['peak_mb']:.0f}",
+                     f"{b['wall_s']:.2f} / {b['peak_mb']:.0f}{bad}",
+                     f"{b['wall_s'] / a['wall_s']:.1f}x", goals.get(name, "")])
+    a, b = small["run"], big["run"]
+    rows.append(["run: READY s", fmt(a["ready_s"], digits=2), fmt(b["ready_s"], digits=2),
+                 f"{b['ready_s'] / a['ready_s']:.1f}x", "<= 5 s"])
+    rows.append(["run: RSS at READY / +5 s MB",
+                 f"{a['rss_ready_mb']:.0f} / {a['rss_5s_mb']:.0f}",
+                 f"{b['rss_ready_mb']:.0f} / {b['rss_5s_mb']:.0f}", "", "<= 250 MB"])
+    print_table(["jobs (SQLite)", f"{JOB_COUNTS[0]:,}", f"{JOB_COUNTS[1]:,}", "growth",
+                 "goal"], rows)
+
+
+def bench_reads() -> None:
+    wanted = [s.strip() for s in os.environ.get("CRONCTL_BENCH_READ_SIZES",
+                                                ",".join(READ_SIZES)).split(",") if s.strip()]
+    for backend, open_db in (("SQLite", big_sqlite), ("PostgreSQL", big_postgres)):
+        walls: dict[str, dict[str, Any]] = {}
+        for label in wanted:
+            size = READ_SIZES[label]
+            try:
+                with open_db(size) as (folder, base):
+                    walls[label] = command_wall(folder, read_commands(base, size))
+            except NoPostgres as exc:
+                print(f"  {backend}: skipped ({exc})")
+                break
+            print(f"  ({backend} {label}: done)", flush=True)
+        if len(walls) < 2:
+            continue
+        first, last = wanted[0], wanted[len(walls) - 1]
+        commands = walls[first]["commands"]
+        rows = []
+        for name in commands:
+            cells = [fmt(walls[label]["commands"][name], " ms") for label in walls]
+            growth = walls[last]["commands"][name] / walls[first]["commands"][name]
+            rows.append([name, *cells, f"{growth:.2f}x"])
+        rows.append(["(next EXPR, for scale)",
+                     *[fmt(walls[label]["next_ms"], " ms") for label in walls], ""])
+        print(f"reads on {backend}, executions (goal: {last} within 1.3x of {first})")
+        print_table(["command", *walls, f"{last}/{first}"], rows)
+        for label, result in walls.items():
+            if "error" in result:
+                print(f"  {label}: errors: {result['error']}")
+
+
+def main(parts: list[str] | None = None) -> None:
+    parts = parts or ["jobs", "reads"]
+    if "jobs" in parts:
+        results = {count: bench_jobs(count) for count in JOB_COUNTS}
+        report_jobs(results)
+    if "reads" in parts:
+        bench_reads()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
