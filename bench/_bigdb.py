@@ -141,10 +141,10 @@ def log_rows(base: datetime, size: Size = DEFAULT) -> Iterator[tuple[Any, ...]]:
 
 
 def skip_rows(base: datetime, size: Size = DEFAULT) -> Iterator[tuple[Any, ...]]:
-    for k in range(min(SKIPS, size.executions)):
+    for k in range(min(SKIPS, size.jobs * (size.per_job // 5))):
         job_id = f"j{k % size.jobs:04d}"
         # Half a minute after a planned instant: none collides with an execution's.
-        first = _iso(_at(base, (k // size.jobs) * 5 % size.per_job) + timedelta(seconds=30))
+        first = _iso(_at(base, (k // size.jobs) * 5) + timedelta(seconds=30))
         yield (k + 1, job_id, NODE, first, first, 1, "overlap", NODE, first, None)
 
 

@@ -124,6 +124,8 @@ class Guards:
     def _offer_explicit(self, p: _Pending, now: datetime, out: list[Action]) -> None:
         js = p.js
         if js.job.overlap_policy is not OverlapPolicy.ALLOW and (js.in_flight or js.waiting):
+            if js.waiting is None:
+                js.waiting = deque()
             js.waiting.append(p)
             out.append(Enqueue(js.job.id, p.planned, p.origin, WaitReason.JOB))
             return
@@ -286,9 +288,9 @@ class Guards:
         self._admit(p, now, out)
 
     def _drop_waiting(self, js: _Job, out: list[Action]) -> None:
-        for p in (*js.waiting, *((js.queued,) if js.queued else ())):
+        for p in (*(js.waiting or ()), *((js.queued,) if js.queued else ())):
             out.append(Skip(js.job.id, p.planned, p.origin, SkipReason.REMOVED))
-        js.waiting.clear()
+        js.waiting = None
         js.queued = None
 
     def _at(self, now: datetime, mono: float | None) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 
 from cronctl.core.actions import ExecKey
@@ -23,7 +23,9 @@ class Job:
     removed: bool = False
     in_flight: int = 0  # occurrences admitted and not yet final
     queued: Pending | None = None  # queue_one: the newest fire skipped while busy
-    waiting: deque[Pending] = field(default_factory=deque)  # explicit fires, FIFO
+    # Explicit fires, FIFO; made on the first one (an empty deque is ~600 bytes, and a
+    # job set of 100,000 jobs has almost none waiting).
+    waiting: deque[Pending] | None = None
     # Oldest scheduled instant not started because the store was unreachable: from it on,
     # the instants are one misfire set when the store is back (none is decided before).
     lost: datetime | None = None

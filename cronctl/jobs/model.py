@@ -83,7 +83,7 @@ class Origin(_Choice):
 # --- targets -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ServiceTarget:
     """``service:<namespace>.<service>.<operation>``, resolved through the registry per fire."""
 
@@ -93,7 +93,7 @@ class ServiceTarget:
         return f"service:{self.operation_id}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PythonTarget:
     """``python:<module>:<function>``, imported on every fire."""
 
@@ -104,7 +104,7 @@ class PythonTarget:
         return f"python:{self.module}:{self.function}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CommandTarget:
     """A child process: ``argv`` run without a shell unless ``shell`` (then ``argv[0]`` is
     the shell command line)."""
@@ -128,7 +128,8 @@ Target = ServiceTarget | PythonTarget | CommandTarget
 EPOCH = datetime.fromisoformat("1970-01-01T00:00:00+00:00")
 
 
-@dataclass(frozen=True)
+# slots: no per-instance __dict__ (~400 bytes a job; 100,000 jobs stay resident in `run`)
+@dataclass(frozen=True, slots=True)
 class JobDefinition:
     """One validated job. ``schedule_text`` is what ``cronctl next``/``list`` show: the
     normalized cron expression, or ``@every <duration>`` for interval jobs.
