@@ -13,6 +13,12 @@ SQLite and PostgreSQL, after ANALYZE): the median wall of each command and its g
 from the smallest to the largest data set (goal: within 1.3x). The sizes measured are
 ``CRONCTL_BENCH_READ_SIZES`` (default ``10k,1M,10M``); the 10M data sets take minutes to
 generate (the SQLite one is cached under the temporary directory).
+
+**Cluster** (3 ``cronctl run`` nodes on one PostgreSQL database, 100,000 single_instance
+probe jobs: 1,000 every second, the rest hourly on ``H``): each fire's lateness as its
+handler saw it (p50/p99, goal p99 < 1 s), fires per second, and the database's
+transactions and statements (``pg_stat_database``; ``pg_stat_statements`` when the
+server has it) per fire over the measured window.
 """
 
 from __future__ import annotations
@@ -202,13 +208,112 @@ def bench_reads() -> None:
                 print(f"  {label}: errors: {result['error']}")
 
 
+CLUSTER_NODES = 3
+CLUSTER_JOBS = 100_000
+CLUSTER_EVERY_SECOND = 1_000
+CLUSTER_WINDOW = 30.0  # seconds measured, after every node is READY and 10 s of settling
+
+
+def _db_counters(dsn: str) -> tuple[int, int | None]:
+    """(committed + rolled back transactions, statements if pg_stat_statements is there)."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT xact_commit + xact_rollback FROM pg_stat_database "
+                           "WHERE datname = current_database()").fetchone()
+        statements = None
+        try:
+            found = conn.execute("SELECT sum(calls) FROM pg_stat_statements WHERE dbid = "
+                                 "(SELECT oid FROM pg_database WHERE datname = "
+                                 "current_database())").fetchone()
+            statements = int(found[0] or 0) if found else None
+        except psycopg.Error:
+            statements = None
+    return int(row[0]) if row else 0, statements
+
+
+def bench_cluster() -> dict[str, Any]:
+    """3 nodes, 100,000 jobs on PostgreSQL: lateness and database work per fire."""
+    from bench._support import percentiles, postgres_database
+    from bench.bench_fire_path import CRONCTL_READY, TARGET, _spawn
+
+    with postgres_database("cronctl_bench_cluster") as url, \
+            tempfile.TemporaryDirectory(prefix="cronctl-bench-cluster-") as tmp:
+        root = Path(tmp)
+        tables = []
+        for i in range(CLUSTER_JOBS):
+            cron = "* * * * * *" if i < CLUSTER_EVERY_SECOND else "H H * * * *"
+            tables.append(f'[jobs.c{i:06d}]\ncron = "{cron}"\ntarget = "{TARGET}"\n'
+                          'mode = "single_instance"\nmax_attempts = 1\n')
+        nodes = []
+        for n in range(CLUSTER_NODES):
+            folder = root / f"node{n}"
+            (folder / "jobs.d").mkdir(parents=True)
+            (folder / "jobs.d" / "cluster.toml").write_text("\n".join(tables))
+            (folder / "cronctl.toml").write_text(
+                f'[scheduler]\ndatabase = "{url}"\njobs_dir = "jobs.d"\n'
+                f'node_id = "node-{n}"\nshutdown_timeout = "5s"\n')
+            nodes.append(folder)
+        if _cli(nodes[0], "db", "upgrade")[2] != 0:
+            raise SystemExit("cronctl db upgrade failed")
+        children = [_spawn([sys.executable, "-m", "cronctl", "-c", "cronctl.toml", "run"],
+                           folder) for folder in nodes]
+        try:
+            ready = max(child.ready(CRONCTL_READY, timeout=300) for child in children)
+            dsn = url.replace("postgresql+psycopg://", "postgresql://", 1)
+            time.sleep(max(0.0, ready + 10 - time.time()))
+            start, (tx0, st0) = time.time(), _db_counters(dsn)
+            time.sleep(CLUSTER_WINDOW)
+            end, (tx1, st1) = time.time(), _db_counters(dsn)
+            rss = [rss_mb(child.popen.pid)[0] for child in children]
+        finally:
+            samples = []
+            for child in children:
+                try:
+                    samples.extend(child.stop())
+                except RuntimeError as exc:
+                    print(f"  node: {exc}")
+                    child.kill()
+    window = [(p, s) for p, s in samples if start <= p < end]
+    fires = len(window)
+    result: dict[str, Any] = percentiles([s - p for p, s in window])
+    result.update(fires_per_s=fires / CLUSTER_WINDOW,
+                  expected_per_s=float(CLUSTER_EVERY_SECOND),
+                  transactions_per_fire=(tx1 - tx0) / fires if fires else float("nan"),
+                  statements_per_fire=((st1 - st0) / fires if fires and st0 is not None
+                                       and st1 is not None else float("nan")),
+                  rss_mb=max(rss))
+    return result
+
+
+def report_cluster(result: dict[str, Any]) -> None:
+    print(f"cluster: {CLUSTER_NODES} nodes, PostgreSQL, {CLUSTER_JOBS:,} single_instance jobs "
+          f"({CLUSTER_EVERY_SECOND:,} every second, the rest hourly on H), "
+          f"{CLUSTER_WINDOW:g} s measured")
+    print_table(["figure", "value", "goal"], [
+        ["fires a second (expected)", f"{result['fires_per_s']:,.0f} "
+                                      f"({result['expected_per_s']:,.0f})", ""],
+        ["lateness p50", fmt(result["p50_ms"], " ms", 1), ""],
+        ["lateness p99", fmt(result["p99_ms"], " ms", 1), "< 1,000 ms"],
+        ["database transactions a fire", fmt(result["transactions_per_fire"], digits=2), ""],
+        ["statements a fire (pg_stat_statements)",
+         fmt(result["statements_per_fire"], digits=2), ""],
+        ["largest node RSS", fmt(result["rss_mb"], " MB"), ""],
+    ])
+
+
 def main(parts: list[str] | None = None) -> None:
-    parts = parts or ["jobs", "reads"]
+    parts = parts or ["jobs", "reads", "cluster"]
     if "jobs" in parts:
         results = {count: bench_jobs(count) for count in JOB_COUNTS}
         report_jobs(results)
     if "reads" in parts:
         bench_reads()
+    if "cluster" in parts:
+        try:
+            report_cluster(bench_cluster())
+        except NoPostgres as exc:
+            print(f"cluster: skipped ({exc})")
 
 
 if __name__ == "__main__":
