@@ -84,6 +84,15 @@ class ExecutionRecord:
     pgid: int | None = None  # a command's process group (its leader's pid)
     process_start: str | None = None  # the leader's identity (cronctl.processes)
 
+    @property
+    def occurrence_began(self) -> bool:
+        """Whether this row shows its occurrence was dealt with: an attempt started (a
+        retry's row is written ahead, so its occurrence began) or the row ended. A first
+        attempt written ahead while its fire waits for a slot, a serial group or a parent
+        is ``pending`` with no ``started_at``: its occurrence has not begun (it can be late)."""
+        return (self.attempt > 1 or self.started_at is not None
+                or self.status is not ExecutionStatus.PENDING)
+
 
 @dataclass(frozen=True)
 class NodeRecord:
