@@ -83,16 +83,17 @@ def decide(job: JobDefinition, at_text: str, store: Reader | None, now: datetime
         planned = nearest(schedule_for(job), at)
     executions: list[Any] = []
     skips: list[Any] = []
-    cursor = None
+    cursor = first_seen = None
     paused = False
     if store is not None and planned is not None:
         executions = store.executions_of_occurrence(job.id, occurrence_id(job.id, planned))
         skips = store.skips_covering(job.id, planned)
         state = store.get_schedule(job.id)
         if state is not None:
-            cursor, paused = state.cursor, state.paused
+            cursor, paused, first_seen = state.cursor, state.paused, state.first_seen
     verdict = explain(job, at, planned, now=now, executions=executions, skips=skips,
-                      cursor=cursor, paused=paused, tracked=is_tracked(job))
+                      cursor=cursor, paused=paused, tracked=is_tracked(job),
+                      first_seen=first_seen)
     return verdict, executions
 
 

@@ -43,7 +43,9 @@ class ScheduleState:
     confirmed, or deliberately skipped); it never moves backwards. ``fencing`` is the last
     fencing token handed out for this job (0 = none yet). ``definition`` is the JSON
     snapshot written by :meth:`Store.save_definitions` (``{}`` when the row was created by
-    a cursor/pause/fencing call before any definition was saved)."""
+    a cursor/pause/fencing call before any definition was saved). ``first_seen`` is when
+    a scheduler first saved the job's definition (``None``: never; the epoch for rows
+    older than that record): nothing of the job was planned before it."""
 
     job_id: str
     definition: Mapping[str, Any]
@@ -51,6 +53,7 @@ class ScheduleState:
     paused: bool
     fencing: int
     updated_at: datetime | None
+    first_seen: datetime | None = None
 
 
 @dataclass(frozen=True)

@@ -131,6 +131,21 @@ def test_why_future_disabled_and_dst_gap(project: Path, store: Store) -> None:
     assert shifted["scheduled_at"] == "2026-03-08T07:00:00Z"  # 03:00 EDT, dst_gap = shift
 
 
+def test_why_before_the_job_existed(project: Path, store: Store) -> None:
+    """Issue 24: a scheduler first had the job a minute ago; 2m and 1970-01-01 said missed."""
+    from cronctl.jobs.model import CommandTarget, JobDefinition
+
+    store.save_definitions([JobDefinition(id="minutely", target=CommandTarget(("true",)),
+                                          cron="0 * * * * *")], now=NOW - M)
+    store.advance_cursor("minutely", NOW.replace(second=0))
+    for at in ("2m", "1970-01-01T00:00:00Z"):
+        doc = why(project, "minutely", at)
+        assert (doc["outcome"], doc["reason"]) == ("not_planned", "not_yet_scheduled"), doc
+        assert "the job did not exist yet" in doc["detail"]
+    text = cli(project, "why", "minutely", "2m").stdout
+    assert ": not_planned (not_yet_scheduled)" in text and "did not exist yet" in text
+
+
 def test_why_errors_are_one_line(project: Path, store: Store) -> None:
     missing = cli(project, "why", "nope", "1h")
     assert missing.returncode == 3 and "nope" in missing.stderr
