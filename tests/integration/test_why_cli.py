@@ -167,7 +167,9 @@ def test_history_lists_skip_records_one_entry_per_instant(project: Path, store: 
     first = entries[0]
     assert (first["status"], first["attempt"], first["started_at"], first["finished_at"]) == (
         "skipped", 0, None, None)
-    assert isinstance(first["id"], int)
+    # issue 24: a skip record's id is not an execution id (they collided: "id": 1 twice)
+    assert first["id"] is None and isinstance(first["skip_id"], int)
+    assert {e["skip_id"] for e in entries} == {1, 2}
     both = json.loads(cli(project, "history", "--status", "succeeded,skipped", "--json",
                           "--limit", "3").stdout)["executions"]
     assert [e["status"] for e in both] == ["skipped", "succeeded", "skipped"]
@@ -176,3 +178,5 @@ def test_history_lists_skip_records_one_entry_per_instant(project: Path, store: 
     assert len(until) == 2
     plain = cli(project, "history", "--status", "skipped")
     assert plain.returncode == 0 and "misfire" in plain.stdout and "skipped" in plain.stdout
+    assert [line.split()[0] for line in plain.stdout.splitlines() if "skipped" in line] == [
+        "s2", "s1", "s1", "s1"]
