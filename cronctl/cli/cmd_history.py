@@ -75,7 +75,8 @@ def skip_entries(store: Reader, config: Config, *, job_id: str | None,
             entries.append({
                 # Not an execution: "id" stays null (an execution id could collide with
                 # it) and the skip record's own id is "skip_id" (s<N> in tables).
-                "id": None, "skip_id": run.id, "job": run.job_id, "occurrence_id": occurrence_id(run.job_id, at),
+                "id": None, "skip_id": run.id, "job": run.job_id,
+                "occurrence_id": occurrence_id(run.job_id, at),
                 "scheduled_at": iso_z(at), "started_at": None, "finished_at": None,
                 "status": SKIPPED, "reason": run.reason, "attempt": 0, "node": run.node_id,
                 "origin": "cron", "error": None,

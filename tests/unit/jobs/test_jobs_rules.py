@@ -182,15 +182,40 @@ def test_array_of_tables_is_not_jobs(write: WriteJob, load: Load) -> None:
     assert violation.key == "jobs"
 
 
-def test_empty_file_is_a_violation_and_others_still_load(write: WriteJob, load: Load) -> None:
+def test_an_empty_file_is_a_warning_and_others_still_load(write: WriteJob, load: Load) -> None:
+    """Issue 24: an empty jobs.d/empty.toml made `run` exit 1 and `list` refuse. It is
+    valid TOML with no jobs: a warning."""
     write("empty.toml", "")
     write("comments.toml", "# nothing yet\n")
     write("real.toml", '[jobs.a]\ncron = "0 * * * * *"\ncommand = ["true"]\n')
     result = load()
-    assert sorted(v.source.rsplit("/", 1)[-1] for v in result.violations) == [
+    assert result.violations == () and result.defined == 1
+    assert sorted(v.source.rsplit("/", 1)[-1] for v in result.warnings) == [
         "comments.toml", "empty.toml"]
-    assert all("defines no jobs" in v.message for v in result.violations)
-    assert result.defined == 1
+    assert all("defines no jobs" in v.message for v in result.warnings)
+
+
+def test_unknown_top_level_key_has_its_line_and_a_did_you_mean(write: WriteJob,
+                                                                load: Load) -> None:
+    """Issue 24: `[job.singular]` said "unknown top-level key 'job'" with no line."""
+    write("a.toml", '# one job\n[job.singular]\nevery = "1m"\ncommand = ["true"]\n')
+    (violation,) = load().violations
+    assert violation.source.endswith("a.toml:2") and violation.key == "job"
+    assert "did you mean 'jobs'" in violation.message
+
+
+def test_files_that_look_like_job_files_but_are_not_read_are_warned_about(
+        write: WriteJob, load: Load, jobs_dir: Path) -> None:
+    """Issue 24: jobs.d/x.tml and x.yaml were ignored without a word."""
+    write("real.toml", '[jobs.a]\ncron = "0 * * * * *"\ncommand = ["true"]\n')
+    for name in ("x.tml", "x.yaml", "y.yml", "z.TOML", "old.toml~", "old.toml.bak",
+                 "off.toml.disabled", "README.md", ".hidden.yaml"):
+        (jobs_dir / name).write_text("")
+    result = load()
+    assert result.violations == ()
+    assert sorted(v.source.rsplit("/", 1)[-1] for v in result.warnings) == [
+        "x.tml", "x.yaml", "y.yml", "z.TOML"]
+    assert all("not read: only *.toml files" in v.message for v in result.warnings)
 
 
 def test_missing_jobs_dir(tmp_path: Path, load: Load, jobs_dir: Path) -> None:
