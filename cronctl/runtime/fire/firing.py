@@ -369,7 +369,7 @@ class Firing(RowWrites):
             return None
         log.debug("relayed job=%s ended before it was admitted", job.id, extra=ids(job.id))
         return self.core.on_complete(a.key, outcome.status, outcome.error, self.clock(),
-                                     mono=self.mono())
+                                     mono=self.mono(), retryable=outcome.retryable)
 
     def _began(self, run: Run, started: datetime, *, written: bool) -> None:
         """``run`` started at ``started`` (dispatched here, or by a relay worker): what is
@@ -423,7 +423,7 @@ class Firing(RowWrites):
         if key not in self.running:
             return  # abandoned at its timeout already; this late result is ignored
         self.execute(self.core.on_complete(key, outcome.status, outcome.error, self.clock(),
-                                           mono=self.mono()))
+                                           mono=self.mono(), retryable=outcome.retryable))
 
     def _final(self, key: ExecKey, status: ExecutionStatus, error: str | None) -> None:
         run = self.running.pop(key, None)

@@ -313,7 +313,7 @@ def test_warning_fire_all_per_second(write: WriteJob, load: Load) -> None:
 def test_independent_checks_still_run_next_to_other_violations(write: WriteJob,
                                                                load: Load) -> None:
     write("a.toml", '[jobs.b]\nevery = "1m"\ntarget = "service:x.y.z"\nmode = "single"\n'
-                    '[jobs.c]\ncron = "0 0 0 1 * MON"\ncommand = ["x"]\nmax_attempts = 0\n')
+                    '[jobs.c]\ncron = "0 0 0 1 * MON"\ncommand = ["true"]\nmax_attempts = 0\n')
     result = load()
     assert sorted((v.job, v.key) for v in result.violations) == [
         ("b", "mode"), ("b", "target"), ("c", "max_attempts")]
@@ -321,3 +321,42 @@ def test_independent_checks_still_run_next_to_other_violations(write: WriteJob,
     assert "did you mean 'single_instance'" in mode.message
     assert [v.source.rsplit(":", 1)[1] for v in result.violations] == ["3", "4", "8"]
     assert [(w.job, w.key) for w in result.warnings] == [("c", "cron")]
+
+
+@pytest.mark.parametrize(("command", "shell", "text"), [
+    ('["cronctl-no-such-command-xyz", "a"]', False, "not found on this process's PATH"),
+    ('"/nonexistent/dir/tool --flag"', False, "'/nonexistent/dir/tool' does not exist"),
+    ('"/"', False, "is not an executable file"),
+    ('"cronctl-no-such-command-xyz | grep x"', True, "'cronctl-no-such-command-xyz' not found"),
+])
+def test_a_command_that_would_not_start_is_a_warning(write: WriteJob, load: Load, command: str,
+                                                     shell: bool, text: str) -> None:
+    """Issue 24: a command that does not exist passed `validate --strict`."""
+    extra = "shell = true\n" if shell else ""
+    write("a.toml", f'[jobs.a]\nevery = "1m"\n{extra}command = {command}\n')
+    result = load()
+    assert result.violations == () and result.defined == 1
+    (warning,) = result.warnings
+    assert (warning.job, warning.key) == ("a", "command") and text in warning.message
+    assert warning.source.endswith(":4" if shell else ":3")
+
+
+@pytest.mark.parametrize(("command", "shell", "own_path"), [
+    ('["sh", "-c", "true"]', False, False),
+    ('"cd /tmp && cronctl-no-such-command-xyz"', True, False),  # a builtin first: not checked
+    ('"X=1 cronctl-no-such-command-xyz"', True, False),
+    ('["mytool"]', False, True),  # found on the PATH of the job's env
+])
+def test_commands_that_start_or_cannot_be_judged_draw_no_warning(
+        write: WriteJob, load: Load, tmp_path: Path, command: str, shell: bool,
+        own_path: bool) -> None:
+    extra = "shell = true\n" if shell else ""
+    if own_path:
+        tool = tmp_path / "bin" / "mytool"
+        tool.parent.mkdir()
+        tool.write_text("#!/bin/sh\n")
+        tool.chmod(0o755)
+        extra += f'env = {{ PATH = "{tool.parent}" }}\n'
+    write("a.toml", f'[jobs.a]\nevery = "1m"\n{extra}command = {command}\n')
+    result = load()
+    assert result.violations == () and result.warnings == ()
