@@ -146,6 +146,20 @@ def test_why_before_the_job_existed(project: Path, store: Store) -> None:
     assert ": not_planned (not_yet_scheduled)" in text and "did not exist yet" in text
 
 
+def test_why_reads_a_minus_relative_time_as_ago(project: Path, store: Store) -> None:
+    """Issue 24: `why hello -5m` said "no such option: -5"."""
+    execution(store, MIN, 1, ExecutionStatus.SUCCEEDED)
+    ago = int((NOW - MIN).total_seconds() // 60)
+    for at in (f"-{ago}m", f"{ago}m"):
+        out = cli(project, "why", "minutely", at, "--json")
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout)["scheduled_at"] == iso(MIN)
+    typo = cli(project, "why", "minutely", "5m", "--jsno")
+    assert typo.returncode == 2 and "(--jsno)" in typo.stderr  # still refused
+    other = cli(project, "history", "-5m")
+    assert other.returncode == 2 and "written without the minus: 5m, not -5m" in other.stderr
+
+
 def test_why_errors_are_one_line(project: Path, store: Store) -> None:
     missing = cli(project, "why", "nope", "1h")
     assert missing.returncode == 3 and "nope" in missing.stderr
