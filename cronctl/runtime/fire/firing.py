@@ -434,6 +434,7 @@ class Firing(RowWrites):
         if status is ExecutionStatus.SUCCEEDED:
             self.wakelog.succeeded(run.job.id, eid)
         else:
+            self.wakelog.flush()  # its `fired` line first, though a burst is still draining
             log.warning("finished job=%s exec=%s status=%s%s", run.job.id,
                         eid if eid is not None else "-", status.value,
                         f" error={error}" if error else "", extra=ids(run.job.id, eid))
@@ -445,6 +446,7 @@ class Firing(RowWrites):
         if run is None or run.handle is None:
             return
         self.watch.abandoned(run)
+        self.wakelog.flush()  # (as in _final)
         log.warning("timed out job=%s exec=%s after %s", run.job.id, run.execution_id,
                     run.job.timeout, extra=ids(run.job.id, run.execution_id))
         try:
@@ -459,6 +461,7 @@ class Firing(RowWrites):
 
     def cancel_run(self, run: Run) -> None:
         run.cancel_sent = True
+        self.wakelog.flush()  # (as in _final)
         log.info("cancelling job=%s exec=%s", run.job.id, run.execution_id,
                  extra=ids(run.job.id, run.execution_id))
         try:
