@@ -274,6 +274,8 @@ def _usage_message(exc: Any, errors: Any) -> str:
         text = f"no such option: {exc.option_name}"
         if close:
             text += f" (did you mean {' or '.join(close)}?)"
+        elif exc.option_name[1:2].isdigit():  # "-5m": a time before now
+            text += " (a time before now is written without the minus: 5m, not -5m)"
     elif text.startswith("No such command") and exc.ctx is not None:
         name = text.split("'")[1] if text.count("'") >= 2 else ""
         known = exc.ctx.command.list_commands(exc.ctx)

@@ -78,7 +78,7 @@ SIGNED = "signed"  # "2h" / "+2h" after now, "-2h" before (next --from)
 
 _DURATION = r"\d+(\.\d+)?\s*(ms|s|m|h|d|w)(\s*\d+(\.\d+)?\s*(ms|s|m|h|d|w))*"
 _RELATIVE = {
-    AGO: re.compile(rf"\s*{_DURATION}\s*", re.IGNORECASE),
+    AGO: re.compile(rf"\s*-?\s*{_DURATION}\s*", re.IGNORECASE),  # "-5m" = "5m": ago
     SIGNED: re.compile(rf"\s*[+-]?\s*{_DURATION}\s*", re.IGNORECASE),
 }
 

@@ -14,8 +14,10 @@ from cronctl.cli.shared import iso_z
 if TYPE_CHECKING:
     from cronctl.jobs.model import JobDefinition
     from cronctl.store.base import DeliveryFailures, Reads, ScheduleState
+    from cronctl.store.records import ExecutionRecord
 
 _FAILING = ("failed", "dead_letter")
+_RECENT = 5  # newest rows read per job: a fire waiting for a slot has a pending row
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,7 @@ class Attention:
 def attention(store: Reads, jobs: Sequence[JobDefinition],
               schedules: Sequence[ScheduleState], now: datetime) -> Attention:
     """One indexed query per enabled job (its newest execution), plus the failures."""
-    from cronctl.core import needs_store, schedule_for
+    from cronctl.core import needs_store
 
     state = {s.job_id: s for s in schedules}
     failing: list[Failing] = []
@@ -75,17 +77,31 @@ def attention(store: Reads, jobs: Sequence[JobDefinition],
     for job in jobs:
         if not job.enabled or not needs_store(job):
             continue  # an untracked job leaves nothing to judge it by
-        newest = store.list_executions(job_id=job.id, limit=1)
+        newest = store.list_executions(job_id=job.id, limit=_RECENT)
         last = newest[0] if newest else None
         if last is not None and last.status.value in _FAILING:
             failing.append(Failing(job.id, last.status.value, last.scheduled_at, last.error))
         known = state.get(job.id)
         if job.late_after is None or known is None or known.paused:
             continue
-        marks = [t for t in (known.cursor, last.scheduled_at if last else None) if t]
-        if not marks:
-            continue  # never handled: no scheduler has run it yet
-        planned = schedule_for(job).next_after(max(marks))
+        planned = _oldest_not_started(job, known.cursor, newest)
         if planned is not None and planned + job.late_after <= now:
             late.append(Late(job.id, planned, job.late_after))
     return Attention(failing, late, store.delivery_failures())
+
+
+def _oldest_not_started(job: JobDefinition, cursor: datetime | None,
+                        newest: Sequence[ExecutionRecord]) -> datetime | None:
+    """The oldest planned instant nobody started, judged by the cursor and the newest rows:
+    the instant after the newest one handled, or a fire whose first attempt was written
+    ahead and still waits (a slot, a serial group, a parent); None when never handled."""
+    from cronctl.core import schedule_for
+
+    marks = [t for t in (cursor, *(r.scheduled_at for r in newest if r.occurrence_began))
+             if t is not None]
+    waiting = [r.scheduled_at for r in newest if not r.occurrence_began]
+    planned = schedule_for(job).next_after(max(marks)) if marks else None
+    if waiting:
+        oldest = min(waiting)
+        planned = oldest if planned is None else min(planned, oldest)
+    return planned

@@ -73,7 +73,10 @@ def skip_entries(store: Reader, config: Config, *, job_id: str | None,
             if (since is not None and at < since) or (until is not None and at > until):
                 continue
             entries.append({
-                "id": run.id, "job": run.job_id, "occurrence_id": occurrence_id(run.job_id, at),
+                # Not an execution: "id" stays null (an execution id could collide with
+                # it) and the skip record's own id is "skip_id" (s<N> in tables).
+                "id": None, "skip_id": run.id, "job": run.job_id,
+                "occurrence_id": occurrence_id(run.job_id, at),
                 "scheduled_at": iso_z(at), "started_at": None, "finished_at": None,
                 "status": SKIPPED, "reason": run.reason, "attempt": 0, "node": run.node_id,
                 "origin": "cron", "error": None,
@@ -179,7 +182,7 @@ def _row(record: ExecutionRecord, times: Times) -> Row:
 
 def _skip_row(entry: dict[str, Any], times: Times) -> Row:
     scheduled = datetime.fromisoformat(entry["scheduled_at"])
-    return Row(("-" if entry["id"] is None else str(entry["id"]),
+    return Row(("-" if entry["skip_id"] is None else f"s{entry['skip_id']}",
                 escape_for_terminal(entry["job"]), times.at(scheduled), "-", "-",
                 SKIPPED, "0", escape_for_terminal(entry["node"]), entry["origin"],
                 _error(entry["reason"], times)))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -35,6 +35,7 @@ DEFAULT_MAX = 100
 # = cronctl.store.replay.SCAN_LIMIT (a test checks): the store is not imported until the
 # command runs (cli/app.py).
 SCAN_LIMIT = 100_000
+_TICK = timedelta(microseconds=1)
 SHOW_HANDLED = 10  # already-handled occurrences listed one per line in the text output
 
 
@@ -93,7 +94,12 @@ def replay(
     # requests (and is not created).
     store = open_state(options)[1] if dry_run else open_for_writing(config, "'cronctl replay'")
     try:
-        result = plan(job, schedule, start, end, max_count, handled_in(store, job))
+        state = store.get_schedule(job) if store is not None else None
+        first_seen = state.first_seen if state is not None else None
+        # Nothing of the job was planned before a scheduler first had it: offer nothing
+        # from before (the window starts just before first_seen, since it is exclusive).
+        begin = start if first_seen is None else max(start, first_seen - _TICK)
+        result = plan(job, schedule, begin, end, max_count, handled_in(store, job))
         queued: list[Occurrence] = []
         skipped = list(result.handled)
         live = True
@@ -110,12 +116,16 @@ def replay(
         typer.echo(f"warning: job {job} is untracked (tracked = false): its executions are "
                    "not recorded, so only earlier replay requests count as handled",
                    err=True)
+    if first_seen is not None and first_seen > start:
+        typer.echo(f"note: job {job} was first scheduled at {iso_z(first_seen)}: nothing "
+                   "before that is offered", err=True)
     if queued and not live:
         typer.echo("warning: no live scheduler right now; the requests wait until "
                    "'cronctl run' starts", err=True)
     if as_json:
         typer.echo(json.dumps({
             "job": job, "since": iso_z(start), "until": iso_z(end), "dry_run": dry_run,
+            "first_scheduled": iso_z(first_seen),
             "queued": [_occurrence_json(o) for o in shown],
             "already_handled": [_occurrence_json(o) for o in skipped],
             "left_out": result.left_out, "left_out_at_least": result.scan_truncated,

@@ -29,6 +29,7 @@ from cronctl.cli import argtypes
 from cronctl.cli.options import global_options
 from cronctl.errors import UsageError
 from cronctl.escaping import printable
+from cronctl.options import GlobalOptions
 
 UNIT_TEMPLATE = """\
 [Unit]
@@ -58,6 +59,9 @@ WantedBy=multi-user.target
 """
 
 MAX_STOP_TIMEOUT = 36525 * 86400  # 100 years, as every duration (systemd takes more)
+# After shutdown_timeout cronctl cancels what still runs (SIGTERM, SIGKILL after the
+# default kill_timeout of 10 s) and drains logs (up to 5 s): TimeoutStopSec must cover it.
+STOP_MARGIN = 15
 # A word that systemd reads as written, unquoted (after %-doubling).
 _PLAIN_WORD = re.compile(r"[A-Za-z0-9_./:@+=,%-]+")
 # User=: a user name (what useradd and systemd's relaxed check both take) or a uid.
@@ -184,6 +188,32 @@ def _database(value: str) -> str:
     return url
 
 
+def _stop_timeout(options: GlobalOptions, given: int | None) -> int:
+    """``--stop-timeout``, or the config's ``shutdown_timeout`` plus :data:`STOP_MARGIN`;
+    a given one too short for the config draws one warning (systemd would SIGKILL the
+    executions that cronctl was still letting finish)."""
+    import math
+
+    from cronctl.config import load_config
+    from cronctl.errors import CronctlError
+
+    try:
+        shutdown = load_config(options).shutdown_timeout.total_seconds()
+    except CronctlError as exc:
+        shutdown = 30.0
+        typer.echo(f"warning: cannot read the configuration ({exc}); assuming "
+                   "shutdown_timeout = 30s", err=True)
+    needed = math.ceil(shutdown) + STOP_MARGIN
+    if given is None:
+        return min(needed, MAX_STOP_TIMEOUT)
+    if given < needed:
+        typer.echo(f"warning: --stop-timeout {given} is shorter than shutdown_timeout "
+                   f"({math.ceil(shutdown)}s) + {STOP_MARGIN}s to cancel and drain: systemd "
+                   "would SIGKILL executions cronctl is still letting finish; use at least "
+                   f"{needed}, or leave --stop-timeout out", err=True)
+    return given
+
+
 def register(app: typer.Typer) -> None:
     @app.command("systemd-unit")
     def systemd_unit(
@@ -196,14 +226,14 @@ def register(app: typer.Typer) -> None:
             typer.Option("--postgres", help="Order the unit after postgresql.service."),
         ] = False,
         stop_timeout: Annotated[
-            int,
+            int | None,
             typer.Option(
                 "--stop-timeout",
                 parser=argtypes.count("--stop-timeout", maximum=MAX_STOP_TIMEOUT),
-                help="TimeoutStopSec (seconds); keep it above the config's "
-                     "shutdown_timeout.",
+                help="TimeoutStopSec (seconds); default: the config's shutdown_timeout "
+                     f"+ {STOP_MARGIN}. A shorter one is warned about.",
             ),
-        ] = 45,
+        ] = None,
     ) -> None:
         """Print a systemd unit file (Type=notify) for this installation."""
         options = global_options(ctx)
@@ -214,6 +244,7 @@ def register(app: typer.Typer) -> None:
         workdir = config.parent if config is not None else Path("/var/lib/cronctl")
         jobs_dir = options.jobs_dir.absolute() if options.jobs_dir is not None else None
         database = _database(options.database) if options.database else None
+        stop_timeout = _stop_timeout(options, stop_timeout)
         typer.echo(
             render_unit(
                 _executable(),

@@ -13,6 +13,7 @@ import typer
 from cronctl.cli import argtypes
 from cronctl.cli.options import global_options
 from cronctl.cli.shared import complete_job_ids, execution_json, iso_z, open_reader
+from cronctl.errors import UsageError
 
 if TYPE_CHECKING:
     from cronctl.core.why import Verdict
@@ -28,6 +29,8 @@ def _instant(job: JobDefinition, text: str, now: datetime) -> tuple[datetime, da
     from cronctl.cron import load_zone
 
     value = text.strip()
+    if value.startswith("--"):  # (unknown options reach AT: see register)
+        raise UsageError(f"no such option: {value.split('=')[0]}; see 'cronctl why --help'")
     zone = load_zone(job.timezone) if job.every is None else UTC
     # A time in a DST gap is a fair question ("not planned: DST gap skipped").
     at = argtypes.parse_time(value, now, what="AT", zone=zone, gap_ok=True)  # one-line errors
@@ -83,16 +86,17 @@ def decide(job: JobDefinition, at_text: str, store: Reader | None, now: datetime
         planned = nearest(schedule_for(job), at)
     executions: list[Any] = []
     skips: list[Any] = []
-    cursor = None
+    cursor = first_seen = None
     paused = False
     if store is not None and planned is not None:
         executions = store.executions_of_occurrence(job.id, occurrence_id(job.id, planned))
         skips = store.skips_covering(job.id, planned)
         state = store.get_schedule(job.id)
         if state is not None:
-            cursor, paused = state.cursor, state.paused
+            cursor, paused, first_seen = state.cursor, state.paused, state.first_seen
     verdict = explain(job, at, planned, now=now, executions=executions, skips=skips,
-                      cursor=cursor, paused=paused, tracked=is_tracked(job))
+                      cursor=cursor, paused=paused, tracked=is_tracked(job),
+                      first_seen=first_seen)
     return verdict, executions
 
 
@@ -146,4 +150,6 @@ def why(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("why")(why)
+    # `why JOB -5m`: a time before now written with a minus is AT, not an unknown option
+    # (click read it as "-5"); a real unknown option is still refused in `_instant`.
+    app.command("why", context_settings={"ignore_unknown_options": True})(why)

@@ -177,14 +177,15 @@ class SchedulerCore(Recovery):
 
     def on_complete(
         self, key: ExecKey, status: ExecutionStatus, error: str | None, now: datetime,
-        *, mono: float | None = None,
+        *, mono: float | None = None, retryable: bool = True,
     ) -> Decision:
-        """An attempt ended. Unknown keys (already abandoned at their timeout) are ignored."""
+        """An attempt ended (unknown keys: abandoned at their timeout, ignored). A failure
+        not ``retryable`` (command not found) is ``dead_letter`` at once."""
         self._at(now, mono)
         out: list[Action] = []
         act = self._active.pop(key, None)
         if act is not None:
-            self._ended(act, status, error, now, out)
+            self._ended(act, status, error, now, out, retryable=retryable)
         return self._decision(out)
 
     def release(self, key: ExecKey, now: datetime, *, skip: SkipReason | None = None,

@@ -196,13 +196,13 @@ class Guards:
 
     def _ended(
         self, act: _Active, status: ExecutionStatus, error: str | None, now: datetime,
-        out: list[Action],
+        out: list[Action], *, retryable: bool = True,
     ) -> None:
         p = act.p
         job = p.js.job
         retrying = False
         if status in _FAILURES:
-            if p.attempt < job.max_attempts:
+            if retryable and p.attempt < job.max_attempts:
                 retrying = True
                 out.append(Finish(act.key, job.id, status, error))
                 due = now + retry_delay(job.retry_backoff, p.attempt)

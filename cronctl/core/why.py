@@ -124,9 +124,11 @@ def explain(
     cursor: datetime | None,
     paused: bool,
     tracked: bool,
+    first_seen: datetime | None = None,
 ) -> Verdict:
     """The outcome of ``planned`` (the instant :func:`planned_at_or_before` found for
-    ``at``, or None if there is none)."""
+    ``at``, or None if there is none). ``first_seen``: when a scheduler first had the job
+    on this database; nothing before it was planned (None: unknown)."""
     if planned is None:
         return not_planned(job, f"job {job.id} has no planned instant at or before "
                                 f"{_fmt(at)} (within 4 years)", "no_match")
@@ -140,6 +142,10 @@ def explain(
         outcome = Outcome.MISSED if skip.reason == "misfire" else Outcome.SKIPPED
         return Verdict(outcome, planned, skip.reason,
                        lead + _skip_sentence(job, skip))
+    if first_seen is not None and planned < first_seen:
+        return Verdict(Outcome.NOT_PLANNED, planned, "not_yet_scheduled", lead + (
+            f"the job did not exist yet: a scheduler first had {job.id} at "
+            f"{_fmt(first_seen)}, and nothing of it was planned before that"))
     if planned > now:
         return Verdict(Outcome.FUTURE, planned, None,
                        lead + f"planned for {_fmt(planned)}, still to come")

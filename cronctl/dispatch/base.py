@@ -44,6 +44,9 @@ class Outcome:
     status: ExecutionStatus
     error: str | None = None
     exit_code: int | None = None
+    # False when another attempt cannot go differently (a command that was not found or
+    # may not be executed): the failure ends the occurrence, no retry.
+    retryable: bool = True
 
 
 class LogSink(Protocol):

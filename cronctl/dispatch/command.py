@@ -51,7 +51,13 @@ from cronctl.dispatch.children import (
 )
 from cronctl.dispatch.interceptors import Interceptors
 from cronctl.dispatch.jobcontext import make_context
-from cronctl.dispatch.procenv import command_env, exit_text, parent_death_signal, spawn_error
+from cronctl.dispatch.procenv import (
+    command_env,
+    exec_refused,
+    exit_text,
+    parent_death_signal,
+    spawn_error,
+)
 from cronctl.jobs.model import CommandTarget, ExecutionStatus, JobDefinition
 
 log = logging.getLogger("cronctl.dispatch")
@@ -209,8 +215,11 @@ class _Reactor:
                 preexec_fn=self._preexec,
             )
         except OSError as exc:
-            self._complete(child, Outcome(ExecutionStatus.FAILED, error=spawn_error(exc, argv,
-                                                                                     target)))
+            # Not found, not executable: a retry would find the same; a full process table
+            # or too many open files (EAGAIN, EMFILE) may well pass next time.
+            self._complete(child, Outcome(ExecutionStatus.FAILED,
+                                          error=spawn_error(exc, argv, target),
+                                          retryable=not exec_refused(exc, target)))
             return
         except Exception as exc:  # e.g. ValueError for an embedded NUL byte
             self._complete(child, Outcome(ExecutionStatus.FAILED,

@@ -60,6 +60,17 @@ def spawn_error(exc: OSError, argv: list[str], target: CommandTarget) -> str:
     return f"cannot start {program}: {exc.strerror or exc}"
 
 
+def exec_refused(exc: OSError, target: CommandTarget) -> bool:
+    """Whether starting failed because of the program itself (not found, not executable,
+    not a program): another attempt would fail the same way, so it is not retried. A
+    missing working directory may be a mount that comes back, and a full process table
+    (EAGAIN) or file table (EMFILE) passes: those are retried."""
+    if target.cwd and exc.filename == target.cwd:
+        return False
+    return exc.errno in (errno.ENOENT, errno.EACCES, errno.ENOEXEC, errno.ENOTDIR,
+                         errno.EISDIR)
+
+
 _PR_SET_PDEATHSIG = 1
 
 

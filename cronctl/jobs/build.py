@@ -230,6 +230,10 @@ def build_job(raw: RawJob, ctx: BuildContext) -> BuildResult:
             problem = checks.check_python_target(target)
         if problem:
             violation("target", problem)
+        if isinstance(target, CommandTarget):
+            missing = checks.check_command(target)
+            if missing:
+                warning("command", missing)
     if result.violations:
         return result
 

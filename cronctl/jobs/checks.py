@@ -1,9 +1,13 @@
 """Checks that need a built schedule or a live import: never-firing schedules, the
-warnings of SPEC section 2, and whether ``service:``/``python:`` targets resolve."""
+warnings of SPEC section 2, whether ``service:``/``python:`` targets resolve, and whether
+a command's program exists."""
 
 from __future__ import annotations
 
 import importlib
+import os
+import shlex
+import shutil
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Literal
@@ -12,6 +16,7 @@ from cronctl.cron import CronExpression, Interval, Schedule, parse_cron, shared_
 from cronctl.durations import format_duration
 from cronctl.jobs.model import (
     EPOCH,
+    CommandTarget,
     DstFold,
     DstGap,
     JobDefinition,
@@ -158,3 +163,60 @@ def _python_problem(target: PythonTarget) -> str | None:
     if not callable(obj):
         return f"{target} is a {type(obj).__name__}, not a callable"
     return None
+
+
+# Words a shell line may start with that are not programs on PATH.
+_SHELL_WORDS = frozenset((
+    "!", ".", ":", "[", "[[", "alias", "bg", "break", "case", "cd", "command", "continue",
+    "echo", "eval", "exec", "exit", "export", "false", "fg", "for", "function", "getopts",
+    "hash", "if", "jobs", "kill", "local", "printf", "pwd", "read", "readonly", "return",
+    "select", "set", "shift", "source", "test", "time", "times", "trap", "true", "type",
+    "ulimit", "umask", "unalias", "unset", "until", "wait", "while", "{", "(",
+))
+_SHELL_SYNTAX = frozenset("$`=(){}<>|;&*?[~\\\"'")
+
+
+def check_command(target: CommandTarget) -> str | None:
+    """Why the first word of a command would not start (not found, not executable), or
+    ``None``. Looked up as the scheduler will: on the job's ``env`` PATH, else this
+    process's PATH (under systemd the unit's PATH may differ: the check says which PATH it
+    used). For ``shell = true`` only a plain first word is checked (not a builtin, a
+    keyword, an assignment or anything with shell syntax); the rest of a pipeline is not."""
+    program = _first_word(target)
+    if program is None:
+        return None
+    if "/" in program:
+        path = program if os.path.isabs(program) or not target.cwd else os.path.join(
+            target.cwd, program)
+        if not os.path.isabs(path):
+            return None  # relative to a working directory only `run` knows
+        if not os.path.exists(path):
+            return (f"command {program!r} does not exist; the job would fail with "
+                    "'command not found'")
+        if os.path.isdir(path) or not os.access(path, os.X_OK):
+            return f"command {program!r} is not an executable file"
+        return None
+    own = "PATH" in target.env
+    search = target.env["PATH"] if own else os.environ.get("PATH", os.defpath)
+    if shutil.which(program, path=search) is None:
+        where = "the PATH in its env" if own else "this process's PATH"
+        return (f"command {program!r} not found on {where}; the job would fail with "
+                "'command not found' (give its absolute path, or set PATH in env)")
+    return None
+
+
+def _first_word(target: CommandTarget) -> str | None:
+    if not target.argv:
+        return None
+    if not target.shell:
+        return target.argv[0]
+    try:
+        words = shlex.split(target.argv[0], comments=True)
+    except ValueError:
+        return None
+    if not words:
+        return None
+    word = words[0]
+    if word in _SHELL_WORDS or _SHELL_SYNTAX & set(word):
+        return None
+    return word

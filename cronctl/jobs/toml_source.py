@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cronctl.jobs.tomlfile import read_toml
-from cronctl.jobs.violation import Violation, display_path
+from cronctl.jobs.violation import Violation, did_you_mean, display_path
 
 
 @dataclass(frozen=True)
@@ -68,16 +68,47 @@ def read_jobs_dir(jobs_dir: Path, *, required: bool = True, only: str | None = N
                                        f"cannot read jobs directory: {exc}"),), 0)
     jobs: list[TomlJob] = []
     violations: list[Violation] = []
+    warnings = [*_not_read(jobs_dir)]
     for path in paths:
         if only is not None and not _may_define(path, only):
             continue
         file_jobs, file_violations = read_job_file(path)
         jobs.extend(file_jobs)
-        violations.extend(file_violations)
-    return JobFiles(tuple(jobs), tuple(violations), len(paths))
+        for v in file_violations:
+            (warnings if v.message == NO_JOBS else violations).append(v)
+    return JobFiles(tuple(jobs), tuple(violations), len(paths), tuple(warnings))
+
+
+NO_JOBS = "defines no jobs (an empty file is valid; add a [jobs.<id>] table or delete it)"
+# Names that look like job files but are not read: only `*.toml` is.
+_LOOKALIKE = re.compile(r"\.(tml|tom|toml|toml\.\w+|ya?ml|json|ini|conf|cfg)$", re.IGNORECASE)
+_SKIPPED_SUFFIX = re.compile(r"(~|\.(bak|orig|swp|swo|rej|dpkg-\w+|rpm\w+|disabled|off))$",
+                             re.IGNORECASE)
+
+
+def _not_read(jobs_dir: Path) -> list[Violation]:
+    """A warning for each file in ``jobs_dir`` that looks like a job file but is not read
+    (``x.tml``, ``x.yaml``, ``x.TOML``): its jobs would be missing without a word. Backup
+    and editor files (``x.toml~``, ``x.toml.bak``, ``x.toml.disabled``) are left alone:
+    keeping a file out that way is deliberate."""
+    out: list[Violation] = []
+    try:
+        names = sorted(p.name for p in jobs_dir.iterdir() if p.is_file())
+    except (OSError, ValueError):
+        return out
+    for name in names:
+        if name.endswith(".toml") or name.startswith(".") or _SKIPPED_SUFFIX.search(name):
+            continue
+        if _LOOKALIKE.search(name):
+            out.append(Violation(display_path(jobs_dir / name), None, None,
+                                 "not read: only *.toml files in the jobs directory are job "
+                                 "files (rename it to .toml, or move it out)"))
+    return out
 
 
 def read_job_file(path: Path) -> tuple[list[TomlJob], list[Violation]]:
+    """The jobs of one file and its violations (one whose message is :data:`NO_JOBS` is
+    only a warning: the file is empty or holds only comments)."""
     shown = display_path(path)
     read = read_toml(path, "job file")
     if isinstance(read, Violation):
@@ -85,16 +116,15 @@ def read_job_file(path: Path) -> tuple[list[TomlJob], list[Violation]]:
     text, data = read.text, read.data
 
     if not data:
-        # An empty (or comments-only) file is almost always a mistake: a job file that
-        # lost its contents, or a template nobody filled in.
-        return [], [Violation(shown, None, None,
-                              "defines no jobs; add a [jobs.<id>] table or delete the file")]
+        # Valid TOML with no jobs (a template nobody filled in, a job file emptied to
+        # switch its jobs off): worth a word, never a reason to stop the service.
+        return [], [Violation(shown, None, None, NO_JOBS)]
     index = _FileLines(text)
     violations: list[Violation] = []
     for key in data:
         if key != "jobs":
-            hint = " (put jobs in [jobs.<id>] tables)"
-            violations.append(Violation(index.source(shown, (), key), None, key,
+            hint = did_you_mean(key, ("jobs",)) or " (put jobs in [jobs.<id>] tables)"
+            violations.append(Violation(index.top_source(shown, key), None, key,
                                         f"unknown top-level key{hint}"))
     tables = data.get("jobs", {})
     if not isinstance(tables, dict):
@@ -243,6 +273,12 @@ class _LineIndex:
                 return f"{shown}:{line}"
         return shown
 
+    def top_source(self, shown: str, key: str) -> str:
+        """Where the top-level ``key`` first appears: as a key, a table or a table's
+        prefix (``[job.singular]`` is the only mention of ``job``)."""
+        lines = [n for path, n in (*self.keys.items(), *self.tables.items()) if path[0] == key]
+        return f"{shown}:{min(lines)}" if lines else shown
+
     def source(self, shown: str, table: tuple[str, ...], key: str) -> str:
         line = self.keys.get((*table, key))
         if line is None:
@@ -297,6 +333,9 @@ class _FileLines:
 
     def source(self, shown: str, table: tuple[str, ...], key: str) -> str:
         return self.index.source(shown, table, key)
+
+    def top_source(self, shown: str, key: str) -> str:
+        return self.index.top_source(shown, key)
 
 
 class _KeyLines(Mapping[str, str]):

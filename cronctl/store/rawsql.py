@@ -45,10 +45,12 @@ _CURSOR_UPSERT = (
     'DO UPDATE SET "cursor" = excluded."cursor" '
     'WHERE job_schedules."cursor" IS NULL OR job_schedules."cursor" < excluded."cursor"'
 )
-_DEFINITION_UPSERT = (
-    "INSERT INTO job_schedules (job_id, definition, updated_at) VALUES (?, ?, ?) "
+_DEFINITION_UPSERT = (  # first_seen: set by the first save, kept by every later one
+    "INSERT INTO job_schedules (job_id, definition, updated_at, first_seen) "
+    "VALUES (?, ?, ?, ?) "
     "ON CONFLICT (job_id) DO UPDATE SET definition = excluded.definition, "
-    "updated_at = excluded.updated_at"
+    "updated_at = excluded.updated_at, "
+    "first_seen = COALESCE(job_schedules.first_seen, excluded.first_seen)"
 )
 _FENCING = (
     "INSERT INTO job_schedules (job_id, fencing_token) VALUES (?, 1) ON CONFLICT (job_id) "
@@ -460,7 +462,7 @@ class RawSql(ReadQueries):
     def save_definitions(self, cur: Any, rows: Sequence[tuple[str, str]], at: datetime) -> None:
         stamp = self.ts(at)
         cur.executemany(self.sql(_DEFINITION_UPSERT),
-                        [(job_id, text, stamp) for job_id, text in rows])
+                        [(job_id, text, stamp, stamp) for job_id, text in rows])
 
     def job_states(self, cur: Any) -> dict[str, tuple[datetime | None, bool]]:
         cur.execute('SELECT job_id, "cursor", paused FROM job_schedules')

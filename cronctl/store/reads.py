@@ -51,8 +51,8 @@ EXECUTION_COLUMNS = (
 _EXECUTIONS = f"SELECT {', '.join(EXECUTION_COLUMNS)} FROM job_executions"
 _SKIPS = ("SELECT id, job_id, scope, first_at, last_at, count, reason, node_id, created_at, "
           "detail FROM skip_records")
-_SCHEDULES = ('SELECT job_id, definition, "cursor", paused, fencing_token, updated_at '
-              "FROM job_schedules")
+_SCHEDULES = ('SELECT job_id, definition, "cursor", paused, fencing_token, updated_at, '
+              "first_seen FROM job_schedules")
 _NODES = "n.node_id, n.host, n.pid, n.started_at, n.heartbeat_at, n.process_start"
 TRIGGER_COLUMNS = ("id", "job_id", "origin", "scheduled_at", "requested_at", "taken_by",
                    "taken_at", "execution_id", "error", "done")
@@ -335,7 +335,8 @@ class ReadQueries:
     def _schedule(self, r: Sequence[Any]) -> ScheduleState:
         return ScheduleState(job_id=r[0], definition=json.loads(r[1] or "{}"),
                              cursor=read_instant(r[2]), paused=bool(r[3]),
-                             fencing=int(r[4]), updated_at=read_instant(r[5]))
+                             fencing=int(r[4]), updated_at=read_instant(r[5]),
+                             first_seen=read_instant(r[6]))
 
     def get_schedule(self, cur: Any, job_id: str) -> ScheduleState | None:
         rows = self._rows(cur, f"{_SCHEDULES} WHERE job_id = ?", (job_id,))

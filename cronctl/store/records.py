@@ -43,7 +43,9 @@ class ScheduleState:
     confirmed, or deliberately skipped); it never moves backwards. ``fencing`` is the last
     fencing token handed out for this job (0 = none yet). ``definition`` is the JSON
     snapshot written by :meth:`Store.save_definitions` (``{}`` when the row was created by
-    a cursor/pause/fencing call before any definition was saved)."""
+    a cursor/pause/fencing call before any definition was saved). ``first_seen`` is when
+    a scheduler first saved the job's definition (``None``: never; the epoch for rows
+    older than that record): nothing of the job was planned before it."""
 
     job_id: str
     definition: Mapping[str, Any]
@@ -51,6 +53,7 @@ class ScheduleState:
     paused: bool
     fencing: int
     updated_at: datetime | None
+    first_seen: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,15 @@ class ExecutionRecord:
     cancel_requested: bool = False
     pgid: int | None = None  # a command's process group (its leader's pid)
     process_start: str | None = None  # the leader's identity (cronctl.processes)
+
+    @property
+    def occurrence_began(self) -> bool:
+        """Whether this row shows its occurrence was dealt with: an attempt started (a
+        retry's row is written ahead, so its occurrence began) or the row ended. A first
+        attempt written ahead while its fire waits for a slot, a serial group or a parent
+        is ``pending`` with no ``started_at``: its occurrence has not begun (it can be late)."""
+        return (self.attempt > 1 or self.started_at is not None
+                or self.status is not ExecutionStatus.PENDING)
 
 
 @dataclass(frozen=True)

@@ -68,6 +68,9 @@ job_schedules = sa.Table(
     sa.Column("paused", sa.Boolean(), nullable=False, server_default=sa.false()),
     sa.Column("fencing_token", sa.BigInteger(), nullable=False, server_default="0"),
     sa.Column("updated_at", UtcDateTime(), nullable=True),
+    # When `run` first saved the job's definition: `why` and `replay` answer nothing
+    # before it (rows older than revision 0011 hold the epoch: unknown).
+    sa.Column("first_seen", UtcDateTime(), nullable=True),
     # The paused jobs, read every few seconds by each scheduler: without it, a scan
     # of every job's row (10,000 jobs: ~2 ms each time on SQLite).
     sa.Index("ix_job_schedules_paused_job_id", "paused", "job_id"),

@@ -149,6 +149,7 @@ def test_exit_codes(dispatcher: CommandDispatcher, script: str, error: str | Non
     outcome = done.wait()
     expected = ExecutionStatus.SUCCEEDED if code == 0 else ExecutionStatus.FAILED
     assert (outcome.status, outcome.error, outcome.exit_code) == (expected, error, code)
+    assert outcome.retryable
 
 
 TRAPS_TERM = """
@@ -231,6 +232,7 @@ def test_command_not_found_is_a_failed_outcome(dispatcher: CommandDispatcher) ->
     outcome = done.wait()
     assert outcome.status is ExecutionStatus.FAILED
     assert outcome.error == "command not found: definitely-not-a-command-xyz"
+    assert outcome.retryable is False  # issue 24: a retry cannot find it either
 
 
 def test_permission_denied_is_a_failed_outcome(dispatcher: CommandDispatcher,
@@ -244,6 +246,7 @@ def test_permission_denied_is_a_failed_outcome(dispatcher: CommandDispatcher,
     outcome = done.wait()
     assert outcome.status is ExecutionStatus.FAILED
     assert outcome.error == f"permission denied: {script}"
+    assert outcome.retryable is False
 
 
 def test_missing_working_directory(dispatcher: CommandDispatcher, tmp_path: Path) -> None:
@@ -251,6 +254,7 @@ def test_missing_working_directory(dispatcher: CommandDispatcher, tmp_path: Path
     outcome = done.wait()
     assert outcome.status is ExecutionStatus.FAILED
     assert outcome.error == f"working directory not found: {tmp_path / 'nope'}"
+    assert outcome.retryable is True  # a mount may come back
 
 
 def test_many_children_share_one_reader_thread(dispatcher: CommandDispatcher) -> None:

@@ -9,6 +9,7 @@ import socket
 import struct
 import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -78,6 +79,25 @@ def test_migrations_build_exactly_the_tables(db_url: str) -> None:
         assert mig.upgrade(engine, db_url).after == HEAD
     finally:
         engine.dispose()
+
+
+def test_first_seen_of_rows_older_than_0011_is_the_epoch(db_url: str) -> None:
+    """A job scheduled before revision 0011 has no known first scheduling: the epoch, so
+    `why` and `replay` keep treating its whole past as planned (issue 24)."""
+    engine = make_engine(db_url)
+    try:
+        with engine.begin() as conn:
+            command.upgrade(mig.alembic_config(conn), "0010")
+            conn.execute(sa.text("INSERT INTO job_schedules (job_id) VALUES ('old')"))
+        mig.upgrade(engine, db_url)
+    finally:
+        engine.dispose()
+    store = open_store(db_url, node_id="n1")
+    try:
+        state = store.get_schedule("old")
+        assert state is not None and state.first_seen == datetime(1970, 1, 1, tzinfo=UTC)
+    finally:
+        store.close()
 
 
 def test_concurrent_auto_migrations_are_safe(db_url: str) -> None:

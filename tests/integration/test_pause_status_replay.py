@@ -221,6 +221,28 @@ def test_replay_dry_run_does_not_create_the_database(cli: Cli, tmp_path: Path) -
     assert not (tmp_path / "state.db").exists()
 
 
+def test_replay_offers_nothing_before_the_job_existed(cli: Cli, store: Store) -> None:
+    """Issue 24: in a 2-minute-old directory `replay --since 1h` offered the whole hour."""
+    from cronctl.jobs.model import CommandTarget, JobDefinition
+
+    now = datetime.now(UTC)
+    first = now - timedelta(minutes=31)
+    store.save_definitions([JobDefinition(id="quarter", target=CommandTarget(("true",)),
+                                          every=timedelta(minutes=15))], now=first)
+    result = cli("replay", "quarter", "--since", "3h", "--dry-run", "--json")
+    assert result.rc == 0, result
+    doc = result.json()
+    assert doc["first_scheduled"] == _z(first)
+    got = [datetime.fromisoformat(q["scheduled_at"].replace("Z", "+00:00"))
+           for q in doc["queued"]]
+    assert got and min(got) >= first and len(got) in (2, 3), got
+    assert "first scheduled at" in result.err
+    store.save_definitions([JobDefinition(id="hourly", target=CommandTarget(("true",)),
+                                          cron="0 0 * * * *")], now=now - timedelta(minutes=2))
+    empty = cli("replay", "hourly", "--since", "1h", "--dry-run")
+    assert empty.rc == 0 and "nothing to queue" in empty.out, empty
+
+
 @pytest.mark.parametrize(("args", "rc", "text"), [
     (("hourly", "--since", "2h", "--until", "3h"), 2, "must be before"),
     (("hourly", "--since", "2h", "--until", "2099-01-01"), 2, "in the future"),
@@ -341,6 +363,16 @@ def test_paused_job_does_not_fire_and_replay_runs(tmp_path: Path) -> None:
     project = Project(tmp_path, f"sqlite:///{tmp_path / 'state.db'}")
     project.jobs(E2E_JOBS)
     assert project.cli("pause", "held").returncode == 0
+    # replay offers nothing from before a scheduler first had the job: say it had
+    # `nightly` three days ago (an earlier deployment)
+    from cronctl.jobs.model import JobDefinition, PythonTarget
+
+    old = open_store(f"sqlite:///{tmp_path / 'state.db'}", node_id="node-a")
+    try:
+        old.save_definitions([JobDefinition(id="nightly", cron="0 0 3 * * *", target=PythonTarget(
+            "cronctl_test_handlers", "work"))], now=datetime.now(UTC) - timedelta(days=3))
+    finally:
+        old.close()
     run = project.start("-v")  # each execution's own line (DEBUG when they share a wake)
     try:
         assert run.wait_for(lambda t: "ready node=" in t), run.text()

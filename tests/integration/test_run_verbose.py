@@ -35,3 +35,28 @@ def test_verbose_run_logs_debug_lines(tmp_path: Path) -> None:
         assert "fired job=" not in quiet.text()
     finally:
         assert quiet.stop() == 0
+
+
+def test_a_fire_is_logged_before_its_failure(tmp_path: Path) -> None:
+    """Issue 24: with fires waiting for a slot the `fired` lines were held while a failure
+    was logged at once: `finished ... exec=3` came before `fired 3 executions`."""
+    import re
+
+    project = Project(tmp_path, f"sqlite:///{tmp_path / 'state.db'}",
+                      extra="max_concurrent_jobs = 1\n")
+    project.jobs("".join(f'[jobs.f{i}]\nevery = "2s"\ncommand = ["false"]\nmax_attempts = 1\n'
+                         for i in range(3)))
+    run = project.start("-v")
+    try:
+        assert run.wait_for(lambda t: t.count("status=dead_letter") >= 6, 20), run.text()
+    finally:
+        assert run.stop() == 0
+    text = run.text()
+    fired: set[str] = set()  # -v: each fire has its own line, also within a burst
+    for line in text.splitlines():
+        one = re.search(r"fired job=\S+ exec=(\d+)", line)
+        if one:
+            fired.add(one.group(1))
+        done = re.search(r"finished job=\S+ exec=(\d+) status=dead_letter", line)
+        if done:
+            assert done.group(1) in fired, f"exec {done.group(1)} before its fired line:\n{text}"

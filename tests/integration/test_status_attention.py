@@ -78,3 +78,30 @@ def test_status_shows_failing_late_and_notification_failures(tmp_path: Path) -> 
     assert "late: slowpoke (planned " in text and "not started after 5m)" in text
     assert "notifications failing on n1 since " in text
     assert "(webhook https://h/…: HTTP 500)" in text
+
+
+def test_status_shows_late_a_fire_that_waits_with_its_row_written_ahead(tmp_path: Path) -> None:
+    """Issue 24: a fire waiting for a slot has a pending first attempt (no start). It is
+    late once late_after has passed, not only when it finally starts."""
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    (tmp_path / "jobs.d").mkdir()
+    (tmp_path / "jobs.d" / "jobs.toml").write_text(
+        '[jobs.queued]\nevery = "1m"\nlate_after = "3s"\ncommand = ["true"]\n')
+    (tmp_path / "cronctl.toml").write_text(f'[scheduler]\ndatabase = "{url}"\n')
+    now = datetime.now(UTC).replace(second=0, microsecond=0)
+    store = open_store(url, node_id="n1")
+    try:
+        _ended(store, "queued", now - timedelta(minutes=2), ExecutionStatus.SUCCEEDED)
+        store.advance_cursor("queued", now - timedelta(minutes=2))
+        at = now - timedelta(minutes=1)
+        assert store.try_insert_execution(job_id="queued", occurrence_id=occurrence_id(
+            "queued", at), scheduled_at=at, attempt=1, origin=Origin.CRON, node_id="n1",
+            scope_node="n1") is not None  # written ahead; it waits for a slot
+    finally:
+        store.close()
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path)}
+    run = [sys.executable, "-m", "cronctl", "-c", str(tmp_path / "cronctl.toml"), "status"]
+    doc = json.loads(subprocess.run([*run, "--json"], capture_output=True, text=True,
+                                    env=env, check=True, timeout=30).stdout)
+    [late] = doc["late"]
+    assert (late["job"], late["planned"]) == ("queued", at.strftime("%Y-%m-%dT%H:%M:%SZ"))

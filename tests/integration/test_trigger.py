@@ -22,6 +22,12 @@ cron = "0 0 3 * * *"
 target = "python:cronctl_test_handlers:fail"
 max_attempts = 2
 retry_backoff = "1s"
+
+[jobs.missing]
+cron = "0 0 3 * * *"
+command = ["cronctl-no-such-command-xyz"]
+max_attempts = 3
+retry_backoff = "10s"
 '''
 
 
@@ -46,6 +52,12 @@ def test_trigger_wait_runs_on_the_live_scheduler(project: Project) -> None:
         assert failed.returncode == 1
         final = json.loads(failed.stdout)["execution"]
         assert (final["status"], final["attempt"]) == ("dead_letter", 2)
+        # issue 24: a command that does not exist is not retried (it was: 30 s of silence)
+        missing = project.cli("trigger", "missing", "--wait", "--json")
+        assert missing.returncode == 1
+        final = json.loads(missing.stdout)["execution"]
+        assert (final["status"], final["attempt"], final["error"]) == (
+            "dead_letter", 1, "command not found: cronctl-no-such-command-xyz")
         queued = project.cli("trigger", "daily")
         assert queued.returncode == 0 and "started: job daily, execution" in queued.stdout
         started = json.loads(project.cli("trigger", "daily", "--json").stdout)
@@ -89,6 +101,10 @@ def test_trigger_here_runs_in_process(project: Project) -> None:
         store.close()
     failed = project.cli("trigger", "broken", "--here")
     assert failed.returncode == 1 and "dead_letter" in failed.stdout
+    missing = project.cli("trigger", "missing", "--here", "--json")  # no 10 s backoff
+    assert missing.returncode == 1
+    doc = json.loads(missing.stdout)
+    assert (doc["status"], doc["attempt"]) == ("dead_letter", 1), doc
 
 
 def test_trigger_unknown_job_exits_3(project: Project) -> None:

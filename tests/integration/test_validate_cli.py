@@ -85,9 +85,9 @@ def test_validate_clean(project: Path) -> None:
 
 
 def test_validate_reports_every_violation(project: Path) -> None:
-    write(project, "a.toml", GOOD + '[jobs.bad]\ncron = "0 61 * * * *"\ncommand = ["x"]\n'
+    write(project, "a.toml", GOOD + '[jobs.bad]\ncron = "0 61 * * * *"\ncommand = ["true"]\n'
                                     'colour = 1\n')
-    write(project, "b.toml", '[jobs.hello]\nevery = "1m"\ncommand = ["x"]\n')
+    write(project, "b.toml", '[jobs.hello]\nevery = "1m"\ncommand = ["true"]\n')
     run = cli("validate")
     assert run.code == 1
     lines = run.stdout.strip().splitlines()
@@ -101,8 +101,8 @@ def test_validate_reports_every_violation(project: Path) -> None:
 
 
 def test_validate_json_shape(project: Path) -> None:
-    write(project, "a.toml", '[jobs.bad]\ncron = "0 61 * * * *"\ncommand = ["x"]\n'
-                             '[jobs.warn]\ncron = "0 0 0 1 * MON"\ncommand = ["x"]\n')
+    write(project, "a.toml", '[jobs.bad]\ncron = "0 61 * * * *"\ncommand = ["true"]\n'
+                             '[jobs.warn]\ncron = "0 0 0 1 * MON"\ncommand = ["true"]\n')
     run = cli("validate", "--json")
     assert run.code == 1
     doc = run.json()
@@ -117,7 +117,7 @@ def test_validate_json_shape(project: Path) -> None:
 
 
 def test_warnings_pass_unless_strict(project: Path) -> None:
-    write(project, "a.toml", '[jobs.warn]\ncron = "0 0 0 1 * MON"\ncommand = ["x"]\n')
+    write(project, "a.toml", '[jobs.warn]\ncron = "0 0 0 1 * MON"\ncommand = ["true"]\n')
     run = cli("validate")
     assert run.code == 0
     assert "jobs.d/a.toml:2: warning: job 'warn': key 'cron': both day-of-month" in run.stdout
@@ -164,7 +164,7 @@ def test_missing_config_file_is_one_line(project: Path) -> None:
 def test_list_json_shape(project: Path) -> None:
     write(project, "a.toml", GOOD + '[jobs.tick]\nevery = "90s"\ntarget = "python:os:getcwd"\n'
                                     'timezone = "Europe/Berlin"\nmode = "single_instance"\n'
-                                    '[jobs.off]\ncron = "@daily"\ncommand = ["x"]\n'
+                                    '[jobs.off]\ncron = "@daily"\ncommand = ["true"]\n'
                                     "enabled = false\n")
     run = cli("list", "--json")
     assert run.code == 0, run.stderr
@@ -197,7 +197,7 @@ def test_list_plain_text_when_piped(project: Path) -> None:
 
 
 def test_list_with_violations_fails(project: Path) -> None:
-    write(project, "a.toml", '[jobs.bad]\ncron = "nope"\ncommand = ["x"]\n')
+    write(project, "a.toml", '[jobs.bad]\ncron = "nope"\ncommand = ["true"]\n')
     run = cli("list", "--json")
     assert run.code == 1
     assert run.stdout == ""

@@ -131,6 +131,35 @@ def test_why_future_disabled_and_dst_gap(project: Path, store: Store) -> None:
     assert shifted["scheduled_at"] == "2026-03-08T07:00:00Z"  # 03:00 EDT, dst_gap = shift
 
 
+def test_why_before_the_job_existed(project: Path, store: Store) -> None:
+    """Issue 24: a scheduler first had the job a minute ago; 2m and 1970-01-01 said missed."""
+    from cronctl.jobs.model import CommandTarget, JobDefinition
+
+    store.save_definitions([JobDefinition(id="minutely", target=CommandTarget(("true",)),
+                                          cron="0 * * * * *")], now=NOW - M)
+    store.advance_cursor("minutely", NOW.replace(second=0))
+    for at in ("2m", "1970-01-01T00:00:00Z"):
+        doc = why(project, "minutely", at)
+        assert (doc["outcome"], doc["reason"]) == ("not_planned", "not_yet_scheduled"), doc
+        assert "the job did not exist yet" in doc["detail"]
+    text = cli(project, "why", "minutely", "2m").stdout
+    assert ": not_planned (not_yet_scheduled)" in text and "did not exist yet" in text
+
+
+def test_why_reads_a_minus_relative_time_as_ago(project: Path, store: Store) -> None:
+    """Issue 24: `why hello -5m` said "no such option: -5"."""
+    execution(store, MIN, 1, ExecutionStatus.SUCCEEDED)
+    ago = int((NOW - MIN).total_seconds() // 60)
+    for at in (f"-{ago}m", f"{ago}m"):
+        out = cli(project, "why", "minutely", at, "--json")
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout)["scheduled_at"] == iso(MIN)
+    typo = cli(project, "why", "minutely", "5m", "--jsno")
+    assert typo.returncode == 2 and "(--jsno)" in typo.stderr  # still refused
+    other = cli(project, "history", "-5m")
+    assert other.returncode == 2 and "written without the minus: 5m, not -5m" in other.stderr
+
+
 def test_why_errors_are_one_line(project: Path, store: Store) -> None:
     missing = cli(project, "why", "nope", "1h")
     assert missing.returncode == 3 and "nope" in missing.stderr
@@ -152,7 +181,9 @@ def test_history_lists_skip_records_one_entry_per_instant(project: Path, store: 
     first = entries[0]
     assert (first["status"], first["attempt"], first["started_at"], first["finished_at"]) == (
         "skipped", 0, None, None)
-    assert isinstance(first["id"], int)
+    # issue 24: a skip record's id is not an execution id (they collided: "id": 1 twice)
+    assert first["id"] is None and isinstance(first["skip_id"], int)
+    assert {e["skip_id"] for e in entries} == {1, 2}
     both = json.loads(cli(project, "history", "--status", "succeeded,skipped", "--json",
                           "--limit", "3").stdout)["executions"]
     assert [e["status"] for e in both] == ["skipped", "succeeded", "skipped"]
@@ -161,3 +192,5 @@ def test_history_lists_skip_records_one_entry_per_instant(project: Path, store: 
     assert len(until) == 2
     plain = cli(project, "history", "--status", "skipped")
     assert plain.returncode == 0 and "misfire" in plain.stdout and "skipped" in plain.stdout
+    assert [line.split()[0] for line in plain.stdout.splitlines() if "skipped" in line] == [
+        "s2", "s1", "s1", "s1"]

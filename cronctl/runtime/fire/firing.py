@@ -369,7 +369,7 @@ class Firing(RowWrites):
             return None
         log.debug("relayed job=%s ended before it was admitted", job.id, extra=ids(job.id))
         return self.core.on_complete(a.key, outcome.status, outcome.error, self.clock(),
-                                     mono=self.mono())
+                                     mono=self.mono(), retryable=outcome.retryable)
 
     def _began(self, run: Run, started: datetime, *, written: bool) -> None:
         """``run`` started at ``started`` (dispatched here, or by a relay worker): what is
@@ -423,7 +423,7 @@ class Firing(RowWrites):
         if key not in self.running:
             return  # abandoned at its timeout already; this late result is ignored
         self.execute(self.core.on_complete(key, outcome.status, outcome.error, self.clock(),
-                                           mono=self.mono()))
+                                           mono=self.mono(), retryable=outcome.retryable))
 
     def _final(self, key: ExecKey, status: ExecutionStatus, error: str | None) -> None:
         run = self.running.pop(key, None)
@@ -434,6 +434,7 @@ class Firing(RowWrites):
         if status is ExecutionStatus.SUCCEEDED:
             self.wakelog.succeeded(run.job.id, eid)
         else:
+            self.wakelog.flush()  # its `fired` line first, though a burst is still draining
             log.warning("finished job=%s exec=%s status=%s%s", run.job.id,
                         eid if eid is not None else "-", status.value,
                         f" error={error}" if error else "", extra=ids(run.job.id, eid))
@@ -445,6 +446,7 @@ class Firing(RowWrites):
         if run is None or run.handle is None:
             return
         self.watch.abandoned(run)
+        self.wakelog.flush()  # (as in _final)
         log.warning("timed out job=%s exec=%s after %s", run.job.id, run.execution_id,
                     run.job.timeout, extra=ids(run.job.id, run.execution_id))
         try:
@@ -459,6 +461,7 @@ class Firing(RowWrites):
 
     def cancel_run(self, run: Run) -> None:
         run.cancel_sent = True
+        self.wakelog.flush()  # (as in _final)
         log.info("cancelling job=%s exec=%s", run.job.id, run.execution_id,
                  extra=ids(run.job.id, run.execution_id))
         try:

@@ -49,6 +49,7 @@ class OneShotResult:
     attempt: int
     status: ExecutionStatus
     error: str | None
+    retryable: bool = True  # False: another attempt would fail the same way
 
 
 @dataclass
@@ -127,7 +128,7 @@ def _attempts(ctx: _Context) -> OneShotResult:
                                  "not run: this occurrence already has this attempt")
         if result.status not in (ExecutionStatus.FAILED, ExecutionStatus.ABANDONED):
             return result
-        if attempt >= job.max_attempts:
+        if attempt >= job.max_attempts or not result.retryable:
             if result.execution_id is not None:
                 store.transition(result.execution_id, result.status,
                                  ExecutionStatus.DEAD_LETTER)
@@ -203,7 +204,8 @@ def _attempt(ctx: _Context, attempt: int) -> OneShotResult | None:
                         "final status (recovered elsewhere)", job.id, execution_id,
                         outcome.status.value)
         ctx.flusher.drain(execution_id)
-    return OneShotResult(job.id, ctx.occ, execution_id, attempt, outcome.status, outcome.error)
+    return OneShotResult(job.id, ctx.occ, execution_id, attempt, outcome.status, outcome.error,
+                         outcome.retryable)
 
 
 def _cancel_requested(store: Store, execution_id: int) -> bool:

@@ -14,7 +14,9 @@ waits for a slot:
 While fires wait for a slot (a burst bigger than ``max_concurrent_jobs`` draining), the
 lines are held until it drains, or for at most :data:`HOLD` seconds, so a burst's
 thousands of fires make a few lines, not thousands. Failures, retries, timeouts and
-skips are not collected: they are logged where they happen, at their own levels.
+skips are not collected: they are logged where they happen, at their own levels; the
+lines held so far are written before a failure, a timeout or a cancel, so an
+execution's `fired` line always comes before its end.
 """
 
 from __future__ import annotations

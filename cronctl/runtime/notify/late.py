@@ -5,7 +5,8 @@ Runs on the notification thread, about once a second. Per job with ``late_after`
 ``late`` among its events), the planned instants whose ``late_after`` passed since the
 last pass are checked: one this node started, skipped or saw run elsewhere is not late
 (``handled``, kept by the scheduler thread); otherwise, for a job with rows, the store
-says whether any node started it or recorded it skipped. What is left is late; the
+says whether any node started it or recorded it skipped (a ``pending`` first attempt
+written ahead for a fire that waits is not a start). What is left is late; the
 caller makes sure only one node of the cluster sends it.
 """
 
@@ -70,8 +71,11 @@ class LateChecker:
             return False
         if not needs_store(job) or not self._store.persistent:
             return True
-        if self._store.executions_of_occurrence(job.id, self._occ(job.id, planned)):
-            return False  # another node started it
+        rows = self._store.executions_of_occurrence(job.id, self._occ(job.id, planned))
+        if any(r.occurrence_began for r in rows):
+            return False  # started (here or on another node), or ended
+        # A row written ahead for a fire still waiting (a slot, a serial group, a parent)
+        # is not a start: the wait is exactly what late_after is there to point out.
         return not self._store.skips_covering(job.id, planned)
 
     def _schedule(self, job: JobDefinition) -> ScheduleLike:

@@ -249,6 +249,16 @@ def test_save_definitions_keeps_cursor_paused_and_fencing(store: Store) -> None:
     assert a is not None and not a.paused
 
 
+def test_first_seen_is_the_first_save_of_a_definition(store: Store) -> None:
+    """``why`` and ``replay`` answer nothing before it (issue 24)."""
+    store.set_paused("late", True)  # a row made before any scheduler had the job
+    assert store.get_schedule("late").first_seen is None  # type: ignore[union-attr]
+    store.save_definitions([_job("a"), _job("late")], now=T0)
+    store.save_definitions([_job("a"), _job("late"), _job("new")], now=T0 + timedelta(hours=1))
+    seen = {j: store.get_schedule(j).first_seen for j in ("a", "late", "new")}  # type: ignore[union-attr]
+    assert seen == {"a": T0, "late": T0, "new": T0 + timedelta(hours=1)}
+
+
 def test_cursor_never_moves_backwards(store_factory: StoreFactory) -> None:
     store = store_factory()
     assert store.advance_cursor("j", T0) == T0

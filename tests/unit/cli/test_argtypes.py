@@ -36,6 +36,8 @@ def test_integers() -> None:
 def test_times() -> None:
     assert parse_time("now", NOW, what="--since") == NOW
     assert parse_time("3d", NOW, what="--since") == NOW - timedelta(days=3)
+    # issue 24: "-5m" is how some write "5 minutes ago"; both read the same
+    assert parse_time("-5m", NOW, what="--since") == NOW - timedelta(minutes=5)
     assert parse_time("2h", NOW, what="--from", relative=SIGNED) == NOW + timedelta(hours=2)
     assert parse_time("-2h", NOW, what="--from", relative=SIGNED) == NOW - timedelta(hours=2)
     assert parse_time("2026-03-08T01:00", NOW, what="--from",

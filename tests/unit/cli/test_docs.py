@@ -48,6 +48,23 @@ def test_every_command_is_in_the_man_page() -> None:
         )
 
 
+def test_every_command_has_its_own_entry_in_the_man_page() -> None:
+    """Issue 24: a stray `.B db upgrade` line folded `prune` into the `db upgrade` entry
+    (man showed both names over prune's text). Each command's `.B` line opens its own
+    `.TP` entry, and no entry names two commands."""
+    man = _man_text("cronctl.1")
+    lines = man.splitlines()
+    names = sorted(_commands(), key=len, reverse=True)
+    heads: list[str] = []
+    for i, line in enumerate(lines):
+        name = next((n for n in names if re.match(rf"\.B {re.escape(n)}\b", line)), None)
+        if name is None:
+            continue
+        heads.append(name)
+        assert lines[i - 1] == ".TP", f"'.B {name}' does not open a .TP entry of its own"
+    assert sorted(heads) == sorted(_commands()), "each command exactly once"
+
+
 def test_every_scheduler_key_is_in_the_file_format_page() -> None:
     from cronctl import config
 

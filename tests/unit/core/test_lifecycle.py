@@ -49,6 +49,19 @@ def test_timeout_with_attempts_left_retries() -> None:
     assert of(d, Retry)[0].due == at(75)
 
 
+def test_a_failure_that_is_not_retryable_is_a_dead_letter_at_once() -> None:
+    """Issue 24: a command that does not exist was retried three times (30 s of silence
+    for `trigger --wait`); another attempt cannot find it either."""
+    core = SchedulerCore([job(every=3600, max_attempts=3, retry_backoff=timedelta(seconds=10))])
+    core.start(T0)
+    [f1] = of(core.tick(at(3600)), Fire)
+    d = core.on_complete(f1.key, FAILED, "command not found: nosuch", at(3601),
+                         retryable=False)
+    assert of(d, Retry) == [] and of(d, Finish) == []
+    assert [x.error for x in of(d, DeadLetter)] == ["command not found: nosuch"]
+    assert core.tick(at(3700)).actions == ()  # nothing waits for a backoff
+
+
 def test_retries_double_backoff_then_dead_letter() -> None:
     core = SchedulerCore([job(every=3600, max_attempts=3, retry_backoff=timedelta(seconds=10))])
     core.start(T0)

@@ -37,11 +37,24 @@ class Skip:
 
 
 def verdict(planned_for: datetime, *, now: datetime = at(3600), executions=(), skips=(),
-            cursor: datetime | None = at(3600), paused=False, tracked=True, j=None):
+            cursor: datetime | None = at(3600), paused=False, tracked=True, j=None,
+            first_seen: datetime | None = None):
     j = j or job(every=60)
     planned = planned_at_or_before(schedule_for(j), planned_for)
     return explain(j, planned_for, planned, now=now, executions=list(executions),
-                   skips=list(skips), cursor=cursor, paused=paused, tracked=tracked)
+                   skips=list(skips), cursor=cursor, paused=paused, tracked=tracked,
+                   first_seen=first_seen)
+
+
+def test_before_the_job_existed_nothing_was_planned() -> None:
+    """Issue 24: `why hello 2m` for a job a scheduler first had a minute ago said missed."""
+    v = verdict(at(120), first_seen=at(3000))
+    assert (v.outcome, v.reason) == (Outcome.NOT_PLANNED, "not_yet_scheduled")
+    assert v.detail.startswith("the job did not exist yet")
+    assert verdict(at(3000), first_seen=at(3000)).outcome is Outcome.MISSED  # from then on
+    # a record of it wins (a replay queued by hand, an older database)
+    assert verdict(at(120), first_seen=at(3000),
+                   executions=[Row(S.SUCCEEDED, 1)]).outcome is Outcome.RAN
 
 
 def test_nearest_planned_instant_at_or_before() -> None:

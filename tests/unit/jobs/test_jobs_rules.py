@@ -182,15 +182,40 @@ def test_array_of_tables_is_not_jobs(write: WriteJob, load: Load) -> None:
     assert violation.key == "jobs"
 
 
-def test_empty_file_is_a_violation_and_others_still_load(write: WriteJob, load: Load) -> None:
+def test_an_empty_file_is_a_warning_and_others_still_load(write: WriteJob, load: Load) -> None:
+    """Issue 24: an empty jobs.d/empty.toml made `run` exit 1 and `list` refuse. It is
+    valid TOML with no jobs: a warning."""
     write("empty.toml", "")
     write("comments.toml", "# nothing yet\n")
     write("real.toml", '[jobs.a]\ncron = "0 * * * * *"\ncommand = ["true"]\n')
     result = load()
-    assert sorted(v.source.rsplit("/", 1)[-1] for v in result.violations) == [
+    assert result.violations == () and result.defined == 1
+    assert sorted(v.source.rsplit("/", 1)[-1] for v in result.warnings) == [
         "comments.toml", "empty.toml"]
-    assert all("defines no jobs" in v.message for v in result.violations)
-    assert result.defined == 1
+    assert all("defines no jobs" in v.message for v in result.warnings)
+
+
+def test_unknown_top_level_key_has_its_line_and_a_did_you_mean(write: WriteJob,
+                                                                load: Load) -> None:
+    """Issue 24: `[job.singular]` said "unknown top-level key 'job'" with no line."""
+    write("a.toml", '# one job\n[job.singular]\nevery = "1m"\ncommand = ["true"]\n')
+    (violation,) = load().violations
+    assert violation.source.endswith("a.toml:2") and violation.key == "job"
+    assert "did you mean 'jobs'" in violation.message
+
+
+def test_files_that_look_like_job_files_but_are_not_read_are_warned_about(
+        write: WriteJob, load: Load, jobs_dir: Path) -> None:
+    """Issue 24: jobs.d/x.tml and x.yaml were ignored without a word."""
+    write("real.toml", '[jobs.a]\ncron = "0 * * * * *"\ncommand = ["true"]\n')
+    for name in ("x.tml", "x.yaml", "y.yml", "z.TOML", "old.toml~", "old.toml.bak",
+                 "off.toml.disabled", "README.md", ".hidden.yaml"):
+        (jobs_dir / name).write_text("")
+    result = load()
+    assert result.violations == ()
+    assert sorted(v.source.rsplit("/", 1)[-1] for v in result.warnings) == [
+        "x.tml", "x.yaml", "y.yml", "z.TOML"]
+    assert all("not read: only *.toml files" in v.message for v in result.warnings)
 
 
 def test_missing_jobs_dir(tmp_path: Path, load: Load, jobs_dir: Path) -> None:
@@ -288,7 +313,7 @@ def test_warning_fire_all_per_second(write: WriteJob, load: Load) -> None:
 def test_independent_checks_still_run_next_to_other_violations(write: WriteJob,
                                                                load: Load) -> None:
     write("a.toml", '[jobs.b]\nevery = "1m"\ntarget = "service:x.y.z"\nmode = "single"\n'
-                    '[jobs.c]\ncron = "0 0 0 1 * MON"\ncommand = ["x"]\nmax_attempts = 0\n')
+                    '[jobs.c]\ncron = "0 0 0 1 * MON"\ncommand = ["true"]\nmax_attempts = 0\n')
     result = load()
     assert sorted((v.job, v.key) for v in result.violations) == [
         ("b", "mode"), ("b", "target"), ("c", "max_attempts")]
@@ -296,3 +321,42 @@ def test_independent_checks_still_run_next_to_other_violations(write: WriteJob,
     assert "did you mean 'single_instance'" in mode.message
     assert [v.source.rsplit(":", 1)[1] for v in result.violations] == ["3", "4", "8"]
     assert [(w.job, w.key) for w in result.warnings] == [("c", "cron")]
+
+
+@pytest.mark.parametrize(("command", "shell", "text"), [
+    ('["cronctl-no-such-command-xyz", "a"]', False, "not found on this process's PATH"),
+    ('"/nonexistent/dir/tool --flag"', False, "'/nonexistent/dir/tool' does not exist"),
+    ('"/"', False, "is not an executable file"),
+    ('"cronctl-no-such-command-xyz | grep x"', True, "'cronctl-no-such-command-xyz' not found"),
+])
+def test_a_command_that_would_not_start_is_a_warning(write: WriteJob, load: Load, command: str,
+                                                     shell: bool, text: str) -> None:
+    """Issue 24: a command that does not exist passed `validate --strict`."""
+    extra = "shell = true\n" if shell else ""
+    write("a.toml", f'[jobs.a]\nevery = "1m"\n{extra}command = {command}\n')
+    result = load()
+    assert result.violations == () and result.defined == 1
+    (warning,) = result.warnings
+    assert (warning.job, warning.key) == ("a", "command") and text in warning.message
+    assert warning.source.endswith(":4" if shell else ":3")
+
+
+@pytest.mark.parametrize(("command", "shell", "own_path"), [
+    ('["sh", "-c", "true"]', False, False),
+    ('"cd /tmp && cronctl-no-such-command-xyz"', True, False),  # a builtin first: not checked
+    ('"X=1 cronctl-no-such-command-xyz"', True, False),
+    ('["mytool"]', False, True),  # found on the PATH of the job's env
+])
+def test_commands_that_start_or_cannot_be_judged_draw_no_warning(
+        write: WriteJob, load: Load, tmp_path: Path, command: str, shell: bool,
+        own_path: bool) -> None:
+    extra = "shell = true\n" if shell else ""
+    if own_path:
+        tool = tmp_path / "bin" / "mytool"
+        tool.parent.mkdir()
+        tool.write_text("#!/bin/sh\n")
+        tool.chmod(0o755)
+        extra += f'env = {{ PATH = "{tool.parent}" }}\n'
+    write("a.toml", f'[jobs.a]\nevery = "1m"\n{extra}command = {command}\n')
+    result = load()
+    assert result.violations == () and result.warnings == ()

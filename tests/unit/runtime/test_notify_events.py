@@ -23,6 +23,7 @@ from cronctl.jobs.notify import EVENTS, NotifySpec
 from cronctl.runtime.fire.records import Run
 from cronctl.runtime.notify import events as notify_events
 from cronctl.runtime.notify.events import Notifications
+from cronctl.store.records import ExecutionRecord
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 S = timedelta(seconds=1)
@@ -307,7 +308,7 @@ def test_late_asks_the_store_for_jobs_other_nodes_run() -> None:
     clock = Clock()
     j = job("w", late_after=S, mode=Mode.SINGLE_INSTANCE)
     store = FakeStore()
-    store.rows[occurrence_id("w", T0 + S)] = [object()]  # another node started it
+    store.rows[occurrence_id("w", T0 + S)] = [row("w", T0 + S, started=T0 + S)]  # elsewhere
     n, delivery, _ = notes([j], clock=clock, store=store)
     n.begin({}, T0)
     try:
@@ -316,6 +317,40 @@ def test_late_asks_the_store_for_jobs_other_nodes_run() -> None:
     finally:
         n.close()
     assert [e["scheduled_at"][11:19] for _, e in delivery.sent] == ["12:00:00", "12:00:02"]
+
+
+def test_late_while_the_fire_waits_with_its_row_written_ahead() -> None:
+    """Issue 24: a fire waiting for a slot (or a serial group, or a parent) has a pending
+    first attempt written ahead. That is not a start: ``late`` is sent once late_after has
+    passed, not when the fire finally starts, and the start does not send it again."""
+    clock = Clock()
+    j = job("w", late_after=3 * S, mode=Mode.SINGLE_INSTANCE)
+    store = FakeStore()
+    waiting = T0 + 2 * S
+    store.rows[occurrence_id("w", waiting)] = [row("w", waiting)]  # pending, not started
+    store.rows[occurrence_id("w", T0 + S)] = [row("w", T0 + S, attempt=2)]  # a retry ahead
+    store.rows[occurrence_id("w", T0)] = [row("w", T0, status=ExecutionStatus.SUCCEEDED)]
+    n, delivery, _ = notes([j], clock=clock, store=store,
+                           base=NotifySpec(webhook="http://h/x", on=("late",)))
+    n.begin({}, T0)
+    try:
+        clock.now = T0 + 5 * S
+        n.check_late()  # T0+2 waits: late at T0+5
+        clock.now = T0 + 45 * S
+        n.started(run(j, waiting))  # it starts 43 s late: no second event
+        n.pump()
+    finally:
+        n.close()
+    assert [(e["scheduled_at"][11:19], e["at"][11:19]) for _, e in delivery.sent] == [
+        ("12:00:02", "12:00:05")]
+
+
+def row(job_id: str, planned: datetime, *, attempt: int = 1, started: datetime | None = None,
+        status: ExecutionStatus = ExecutionStatus.PENDING) -> ExecutionRecord:
+    return ExecutionRecord(id=1, job_id=job_id, occurrence_id=occurrence_id(job_id, planned),
+                           scheduled_at=planned, attempt=attempt, origin=Origin.CRON,
+                           status=status, node_id="n2", scope_node=None, fencing_token=1,
+                           target="true", created_at=planned, started_at=started)
 
 
 def test_a_full_inbox_drops_with_one_warning(monkeypatch: pytest.MonkeyPatch,
