@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from cronctl.jobs.model import ExecutionStatus, JobDefinition, Origin
+from cronctl.jobs.model import ExecutionStatus, JobDefinition, Origin, ResourceUsage
 
 
 class TargetUnresolved(Exception):
@@ -44,6 +44,7 @@ class Outcome:
     status: ExecutionStatus
     error: str | None = None
     exit_code: int | None = None
+    usage: ResourceUsage | None = None  # a command's figures from ``wait4``
 
 
 class LogSink(Protocol):

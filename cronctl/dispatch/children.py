@@ -15,8 +15,8 @@ from typing import Any
 from cronctl import processes
 from cronctl.dispatch.base import DispatchRequest, LogSink, Outcome
 from cronctl.dispatch.interceptors import Interceptors
-from cronctl.dispatch.procenv import exit_text
-from cronctl.jobs.model import CommandTarget, ExecutionStatus
+from cronctl.dispatch.procenv import exit_text, signal_name
+from cronctl.jobs.model import CommandTarget, ExecutionStatus, ResourceUsage
 
 log = logging.getLogger("cronctl.dispatch")
 
@@ -94,6 +94,25 @@ def _exited(pid: int) -> bool:
     except ChildProcessError:
         return True
     return info is not None
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> tuple[int, ResourceUsage]:
+    """Reap the exited leader with ``wait4``: its return code (``-signal`` when a signal
+    ended it) and what it and its reaped descendants used."""
+    try:
+        _pid, status, used = os.wait4(proc.pid, 0)
+    except ChildProcessError:  # reaped already (it cannot be, but never hang on it)
+        returncode = proc.wait()
+        return returncode, ResourceUsage(exit_code=returncode if returncode >= 0 else None,
+                                         signal=signal_name(returncode))
+    returncode = os.waitstatus_to_exitcode(status)
+    proc.returncode = returncode  # Popen must not wait for it again
+    return returncode, ResourceUsage(
+        exit_code=returncode if returncode >= 0 else None,
+        signal=signal_name(returncode),
+        cpu_seconds=round(used.ru_utime + used.ru_stime, 6),
+        max_rss_bytes=used.ru_maxrss * 1024,  # Linux reports kilobytes
+    )
 
 
 def _stop_outcome(child: _Child, returncode: int | None) -> Outcome:

@@ -37,6 +37,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from cronctl.dispatch.base import DispatchRequest, LogSink, Outcome, TargetUnresolved
@@ -44,6 +45,7 @@ from cronctl.dispatch.children import (
     _Child,
     _count_discarded,
     _exited,
+    _reap,
     _record_spawn,
     _safe_log,
     _stop_outcome,
@@ -51,7 +53,13 @@ from cronctl.dispatch.children import (
 )
 from cronctl.dispatch.interceptors import Interceptors
 from cronctl.dispatch.jobcontext import make_context
-from cronctl.dispatch.procenv import command_env, exit_text, parent_death_signal, spawn_error
+from cronctl.dispatch.procenv import (
+    command_env,
+    parent_death_signal,
+    spawn_error,
+    unsent_kill_text,
+)
+from cronctl.dispatch.sandbox import SandboxError, child_setup, switch_for
 from cronctl.jobs.model import CommandTarget, ExecutionStatus, JobDefinition
 
 log = logging.getLogger("cronctl.dispatch")
@@ -196,17 +204,27 @@ class _Reactor:
         else:
             argv = list(target.argv)
         child.interceptors.on_dispatch(child.ctx)
+        try:  # who it runs as: resolved at every spawn, never silently ourselves
+            switch = switch_for(target)
+        except SandboxError as exc:
+            self._complete(child, Outcome(ExecutionStatus.FAILED, error=str(exc)))
+            return
+        credentials: dict[str, Any] = {}
+        if switch is not None and switch.groups is not None:
+            credentials = {"user": switch.uid, "group": switch.gid,
+                           "extra_groups": list(switch.groups)}
         try:
             proc = subprocess.Popen(
                 argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                env=command_env(child.request, target),
+                env=command_env(child.request, target, None if switch is None else switch.env),
                 cwd=target.cwd or None,
                 start_new_session=True,
                 close_fds=True,
-                preexec_fn=self._preexec,
+                preexec_fn=child_setup(self._preexec, target.limits),
+                **credentials,
             )
         except OSError as exc:
             self._complete(child, Outcome(ExecutionStatus.FAILED, error=spawn_error(exc, argv,
@@ -366,15 +384,15 @@ class _Reactor:
                 child.sink.discard(child.discarded)
             except Exception:
                 log.exception("log sink raised; discarded-line count lost")
-        returncode = proc.wait()
+        returncode, usage = _reap(proc)
         self._children.discard(child)
         if child.stop_reason is not None:
-            outcome = _stop_outcome(child, returncode)
+            outcome = replace(_stop_outcome(child, returncode), usage=usage)
         elif returncode == 0:
-            outcome = Outcome(ExecutionStatus.SUCCEEDED, exit_code=0)
+            outcome = Outcome(ExecutionStatus.SUCCEEDED, exit_code=0, usage=usage)
         else:
-            outcome = Outcome(ExecutionStatus.FAILED, error=exit_text(returncode),
-                              exit_code=returncode)
+            outcome = Outcome(ExecutionStatus.FAILED, error=unsent_kill_text(returncode),
+                              exit_code=returncode, usage=usage)
         self._complete(child, outcome)
 
     def _complete(self, child: _Child, outcome: Outcome) -> None:

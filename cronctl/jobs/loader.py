@@ -155,6 +155,7 @@ def _load(settings: JobSettings, *, now: datetime | None, registry: ServiceRegis
         registry=registry,
         memory_database=settings.memory_database,
         tracked_default=settings.tracked_default,
+        output_limit_default=settings.output_limit_default,
         base_dir=settings.base_dir,
     )
     built: dict[str, JobDefinition] = {}
