@@ -122,6 +122,8 @@ COLUMNS = (
     Column("ORIGIN", priority=7),
     Column("ERROR", shrink=True, priority=2, floor=20),
 )
+# With --wide only: how a command ended and what it used (SPEC section 9).
+WIDE_COLUMNS = (Column("EXIT"), Column("SIGNAL"), Column("CPU"), Column("MAX RSS"))
 HEADERS = [column.header for column in COLUMNS]
 PLAIN_ERROR = 80  # piped, an error is cut to this many characters (unless --wide)
 
@@ -175,6 +177,18 @@ def _row(record: ExecutionRecord, times: Times) -> Row:
         record.origin.value,
         _error(record.error, times),
     ))
+
+
+def _figures(record: ExecutionRecord) -> tuple[str, ...]:
+    """The ``--wide`` cells: exit code, signal, CPU seconds, peak RSS."""
+    from cronctl.sizes import format_size
+
+    rss = record.max_rss_bytes
+    return ("-" if record.exit_code is None else str(record.exit_code),
+            record.signal or "-",
+            "-" if record.cpu_seconds is None else f"{record.cpu_seconds:.2f}s",
+            "-" if rss is None else (format_size(rss) if rss < 1024 else
+                                     f"{rss / 1024**2:.1f}M"))
 
 
 def _skip_row(entry: dict[str, Any], times: Times) -> Row:
@@ -234,7 +248,14 @@ def history(
     out = Output(color=options.color, wide=wide)
     times = Times(now, full_errors=wide or out.terminal)
     rows = [(execution_json(r), _row(r, times)) for r in records]
-    rows += [(entry, _skip_row(entry, times)) for entry in skips]
+    if wide:
+        rows = [(doc, Row(row.cells + _figures(r))) for (doc, row), r in zip(rows, records,
+                                                                             strict=True)]
+    skip_rows = [(entry, _skip_row(entry, times)) for entry in skips]
+    if wide:
+        skip_rows = [(doc, Row(row.cells + ("-",) * len(WIDE_COLUMNS)))
+                     for doc, row in skip_rows]
+    rows += skip_rows
     rows.sort(key=lambda row: row[0]["scheduled_at"], reverse=True)  # stable: ids stay
     rows = rows[:limit]
     if as_json:
@@ -242,7 +263,8 @@ def history(
     elif not rows:
         typer.echo("no executions" if not skipped else "no executions or skip records")
     else:
-        out.table(Table(COLUMNS, tuple(row for _, row in rows)))
+        out.table(Table(COLUMNS + WIDE_COLUMNS if wide else COLUMNS,
+                        tuple(row for _, row in rows)))
 
 
 def register(app: typer.Typer) -> None:

@@ -216,6 +216,11 @@ def execution_json(record: ExecutionRecord) -> dict[str, Any]:
         "node": record.node_id,
         "origin": record.origin.value,
         "error": record.error,
+        # how a command ended and what it used (SPEC section 9); null for Python handlers
+        "exit_code": record.exit_code,
+        "signal": record.signal,
+        "cpu_seconds": record.cpu_seconds,
+        "max_rss_bytes": record.max_rss_bytes,
     }
 
 

@@ -40,6 +40,8 @@ PG_CHUNK = 1000  # rows per multi-row INSERT (13 parameters each, far below the 
 SQLITE_CHUNK = 999 // len(_COLUMNS)
 _RETURNED = ", job_id, occurrence_id, scope, attempt"
 
+_USAGE = ("UPDATE job_executions SET exit_code = ?, signal = ?, cpu_seconds = ?, "
+          "max_rss_bytes = ? WHERE id = ?")
 _CURSOR_UPSERT = (
     'INSERT INTO job_schedules (job_id, "cursor") VALUES (?, ?) ON CONFLICT (job_id) '
     'DO UPDATE SET "cursor" = excluded."cursor" '
@@ -295,6 +297,11 @@ class RawSql(ReadQueries):
                  if ok and c.new in _FINAL]
         if ended:
             self.release_executions(cur, ended)
+        used = [(u.exit_code, u.signal, u.cpu_seconds, u.max_rss_bytes, c.execution_id)
+                for c, ok in zip(changes, out, strict=True)
+                if ok and (u := c.usage) is not None]
+        if used:  # (the figures ride with the status that happened, in its transaction)
+            cur.executemany(self.sql(_USAGE), used)
         return out
 
     def _transitions(self, cur: Any, changes: Sequence[Transition]) -> list[bool]:

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from datetime import datetime
 
-from cronctl.jobs.model import ExecutionStatus
+from cronctl.jobs.model import ExecutionStatus, ResourceUsage
 from cronctl.runtime.logsetup import ids
 from cronctl.store.base import SkipRun, Store, StoreUnavailable, Transition
 
@@ -99,17 +99,22 @@ class FinalBatch:
         self._lock = threading.Lock()
         self._writing = threading.Lock()  # one write at a time (I/O thread or scheduler thread)
         self._pending: list[tuple[int, ExecutionStatus, str | None, int | None]] = []
+        self._usage: dict[int, ResourceUsage] = {}  # a command's figures, by execution
         self._starts: list[tuple[int, datetime]] = []
         self._restamps: list[tuple[int, datetime]] = []
         self._lost: set[int] = set()  # started here, but the row was not pending any more
 
     def add(self, execution_id: int, status: ExecutionStatus, error: str | None,
-            token: int | None = None, *, prompt: bool = False) -> None:
+            token: int | None = None, *, prompt: bool = False,
+            usage: ResourceUsage | None = None) -> None:
         """``token``: the fencing token the attempt was claimed with (the store refuses
-        the final status if the row no longer carries it)."""
+        the final status if the row no longer carries it). ``usage``: a command's
+        figures, written with the status."""
         with self._lock:
             first = not self._pending and not self._starts
             self._pending.append((execution_id, status, error, token))
+            if usage is not None:
+                self._usage[execution_id] = usage
         if first or prompt:
             self._schedule(prompt)
 
@@ -182,13 +187,17 @@ class FinalBatch:
                    for eid, when in begun.items()]
         changes += [Transition(eid, ExecutionStatus.RUNNING, ExecutionStatus.RUNNING,
                                started_at=when) for eid, when in stamped.items()]
+        with self._lock:
+            usage = {eid: self._usage.pop(eid) for eid, *_r in finals if eid in self._usage}
         changes += [Transition(eid, _PENDING if pending else _LIVE, status, error, when, at,
-                               token) for eid, status, error, token, when, pending in finals]
+                               token, usage.get(eid))
+                    for eid, status, error, token, when, pending in finals]
         try:
             done = self._store.transitions(changes)
         except StoreUnavailable:
             with self._lock:  # (the fenced ones were reported already)
                 self._pending[:0] = [(e, st, err, tok) for e, st, err, tok, _w, _p in finals]
+                self._usage.update(usage)
                 self._starts[:0] = starts
                 self._restamps[:0] = restamps
             raise

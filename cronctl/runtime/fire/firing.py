@@ -420,8 +420,11 @@ class Firing(RowWrites):
             key = self.relayed.outcome(key, outcome)
             if key is None:
                 return
-        if key not in self.running:
+        assert not isinstance(key, Staged)
+        run = self.running.get(key)
+        if run is None:
             return  # abandoned at its timeout already; this late result is ignored
+        run.usage = outcome.usage
         self.execute(self.core.on_complete(key, outcome.status, outcome.error, self.clock(),
                                            mono=self.mono()))
 
@@ -438,7 +441,8 @@ class Firing(RowWrites):
                         eid if eid is not None else "-", status.value,
                         f" error={error}" if error else "", extra=ids(run.job.id, eid))
         if eid is not None:
-            self.finals.add(eid, status, error, run.token, prompt=bool(locks_for(run.job)))
+            self.finals.add(eid, status, error, run.token, prompt=bool(locks_for(run.job)),
+                            usage=run.usage)
 
     def _abandon(self, a: Abandon) -> None:
         run = self.running.get(a.key)

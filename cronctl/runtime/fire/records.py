@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 
 from cronctl.core import Fire
 from cronctl.dispatch.base import ExecutionHandle
-from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode
+from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode, ResourceUsage
 from cronctl.store.base import NewExecution, Store, group_lock, job_lock
 
 # How soon a fire blocked by a guard held on another node tries again: short enough that a
@@ -58,6 +58,7 @@ class Run:
     cancel_sent: bool = False
     token: int | None = None  # the fencing token the attempt was claimed with
     started: datetime | None = None  # when its handler started (set by the runtime)
+    usage: ResourceUsage | None = None  # a command's figures, from its outcome
 
 
 def spawn_recorder(store: Store, submit: Callable[[Callable[[], object]], None],

@@ -251,3 +251,23 @@ def test_last_successes_are_seeded_from_the_store_and_newer_ones_win() -> None:
     assert got[("cronctl_job_last_success_timestamp_seconds", (("job", "b"),))] == (
         T0.timestamp())
     assert ("cronctl_job_last_success_timestamp_seconds", (("job", "off"),)) not in got
+
+
+def test_finished_commands_feed_the_resource_histograms() -> None:
+    from cronctl.jobs.model import ResourceUsage
+
+    clock = Clock()
+    m = _metrics(clock)
+    a = JOBS[0]
+    used = _run(a, T0)
+    used.usage = ResourceUsage(exit_code=0, cpu_seconds=0.7, max_rss_bytes=3 * 1024**2)
+    m.finished(used, ExecutionStatus.SUCCEEDED, None)
+    m.finished(_run(a, T0), ExecutionStatus.SUCCEEDED, None)  # a Python handler: no figures
+    got = _samples(m)
+    assert got[("cronctl_execution_cpu_seconds_count", ())] == 1
+    assert got[("cronctl_execution_cpu_seconds_sum", ())] == pytest.approx(0.7)
+    assert got[("cronctl_execution_cpu_seconds_bucket", (("le", "0.5"),))] == 0
+    assert got[("cronctl_execution_cpu_seconds_bucket", (("le", "1.0"),))] == 1
+    assert got[("cronctl_execution_max_rss_bytes_count", ())] == 1
+    assert got[("cronctl_execution_max_rss_bytes_bucket", (("le", "4.194304e+06"),))] == 1
+    assert got[("cronctl_execution_max_rss_bytes_bucket", (("le", "1.048576e+06"),))] == 0

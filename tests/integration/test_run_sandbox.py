@@ -1,0 +1,57 @@
+"""SPEC section 9 through a real ``cronctl run``: what a finished command used reaches its
+row with the final status (and ``history``)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from test_run_support import Project, open_sqlite
+
+from cronctl.jobs.model import ExecutionStatus
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Project:
+    return Project(tmp_path, f"sqlite:///{tmp_path / 'state.db'}")
+
+
+def finished_rows(project: Project, job: str, count: int = 1, timeout: float = 15.0
+                  ) -> list:  # type: ignore[type-arg]
+    deadline = time.monotonic() + timeout
+    rows: list = []  # type: ignore[type-arg]
+    while time.monotonic() < deadline:
+        store = open_sqlite(project)
+        try:
+            rows = [r for r in store.list_executions(job_id=job, limit=50)
+                    if r.status.is_final]
+        finally:
+            store.close()
+        if len(rows) >= count:
+            return rows
+        time.sleep(0.2)
+    return rows
+
+
+def test_figures_are_recorded_with_the_final_status(project: Project) -> None:
+    burn = ("import time; b = bytearray(32 * 1024 * 1024); t = time.process_time()\n"
+            "while time.process_time() - t < 0.2: pass\nraise SystemExit(3)")
+    project.jobs(f'[jobs.burn]\ncron = "* * * * * *"\ncommand = {[sys.executable, "-c", burn]!r}\n'
+                 'max_attempts = 1\n'.replace("'", '"'))
+    running = project.start()
+    try:
+        rows = finished_rows(project, "burn")
+    finally:
+        running.stop()
+    assert rows, running.text()
+    row = rows[-1]
+    assert row.status is ExecutionStatus.DEAD_LETTER or row.status is ExecutionStatus.FAILED
+    assert (row.exit_code, row.signal) == (3, None)
+    assert row.cpu_seconds is not None and row.cpu_seconds >= 0.2
+    assert row.max_rss_bytes is not None and row.max_rss_bytes >= 32 * 1024 * 1024
+    shown = project.cli("history", "burn", "--wide")
+    assert "EXIT" in shown.stdout and " 3 " in shown.stdout
