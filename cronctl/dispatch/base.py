@@ -52,11 +52,6 @@ class LogSink(Protocol):
 
     def log(self, level: int, message: str) -> None: ...
 
-    def discard(self, count: int) -> None:
-        """``count`` lines were not passed on (a command's output over its byte budget):
-        they are counted in the execution's one truncation line."""
-        ...
-
     def progress(self, done: float, total: float | None, message: str | None) -> None: ...
 
 

@@ -89,7 +89,8 @@ class Scheduler:
         if dispatcher is None:
             from cronctl.dispatch import default_dispatcher
 
-            dispatcher = default_dispatcher(config.max_concurrent_jobs)
+            dispatcher = default_dispatcher(config.max_concurrent_jobs,
+                                            max_log_lines=config.retention.max_log_lines)
         self.dispatcher: Dispatcher = dispatcher
         self._jobs = tuple(jobs)
         self._ttl = config.heartbeat_interval * 3
@@ -97,8 +98,7 @@ class Scheduler:
         self.core = SchedulerCore(self._jobs, max_concurrent_jobs=config.max_concurrent_jobs,
                                   clock_skew_limit=config.clock_skew_limit,
                                   durable=store.persistent)
-        self.flusher = LogFlusher(store, clock=self.clock,
-                                  max_per_execution=config.retention.max_log_lines)
+        self.flusher = LogFlusher(store, clock=self.clock)
         self.io = IoWorker()
         self.health = DatabaseHealth(check=self._probe_store, later=self.io.after,
                                      back=lambda: self._inbox.put(StoreBack()))

@@ -55,3 +55,28 @@ def test_figures_are_recorded_with_the_final_status(project: Project) -> None:
     assert row.max_rss_bytes is not None and row.max_rss_bytes >= 32 * 1024 * 1024
     shown = project.cli("history", "burn", "--wide")
     assert "EXIT" in shown.stdout and " 3 " in shown.stdout
+
+
+def test_output_limit_keeps_both_ends_in_the_job_log(project: Project) -> None:
+    project.jobs('[jobs.talk]\ncron = "* * * * * *"\noutput_limit = "2K"\nmax_attempts = 1\n'
+                 'command = ["sh", "-c", "seq 1 1000"]\n')
+    running = project.start()
+    try:
+        rows = finished_rows(project, "talk")
+    finally:
+        running.stop()
+    assert rows, running.text()
+    store = open_sqlite(project)
+    try:
+        lines = [line.message for line in store.read_logs(rows[-1].id)]
+    finally:
+        store.close()
+    head = [str(i) for i in range(1, 1001)]
+    sizes = [len(x) + 1 for x in head]
+    n_head = next(i for i in range(1001) if sum(sizes[:i + 1]) > 1024)
+    n_tail = next(i for i in range(1001) if sum(sizes[len(sizes) - i - 1:]) > 1024)
+    dropped = head[n_head:len(head) - n_tail]
+    assert lines == (head[:n_head]
+                     + [f"… {len(dropped)} lines ({sum(len(x) + 1 for x in dropped)} bytes) "
+                        "dropped …"]
+                     + head[len(head) - n_tail:])
