@@ -80,3 +80,33 @@ def test_output_limit_keeps_both_ends_in_the_job_log(project: Project) -> None:
                      + [f"… {len(dropped)} lines ({sum(len(x) + 1 for x in dropped)} bytes) "
                         "dropped …"]
                      + head[len(head) - n_tail:])
+
+
+def test_long_running_is_sent_once_by_a_real_run(tmp_path: Path) -> None:
+    from notify_support import command_events, notify_command
+
+    script, out = notify_command(tmp_path)
+    project = Project(tmp_path, f"sqlite:///{tmp_path / 'state.db'}",
+                      extra=f'\n[notify]\non = ["long_running"]\ncommand = ["{script}"]\n')
+    project.jobs('[jobs.slow]\ncron = "* * * * * *"\nlong_running_after = "1s"\n'
+                 'max_attempts = 1\ncommand = ["sleep", "3"]\n'
+                 '[jobs.quick]\ncron = "* * * * * *"\nlong_running_after = "1s"\n'
+                 'command = ["true"]\n')
+    running = project.start()
+    try:
+        assert running.wait_for(lambda _t: len(command_events(out)) >= 1, timeout=15)
+        finished_rows(project, "slow")
+    finally:
+        running.stop()
+    got = command_events(out)
+    assert {e["job"] for _, e in got} == {"slow"}
+    ids = [e["execution_id"] for _, e in got]
+    assert len(ids) == len(set(ids))  # once per execution
+    assert all(e["status"] == "running" and e["reason"] == "running for more than 1s"
+               for _, e in got)
+    store = open_sqlite(project)
+    try:
+        slow = {r.id for r in store.list_executions(job_id="slow", limit=None)}
+    finally:
+        store.close()
+    assert set(ids) <= slow
