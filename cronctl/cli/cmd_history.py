@@ -19,6 +19,7 @@ from cronctl.cli.shared import (
     complete_job_ids,
     escape_for_terminal,
     execution_json,
+    fenced_note,
     iso_z,
     open_reader,
     require_job_defined,
@@ -175,7 +176,8 @@ def _row(record: ExecutionRecord, times: Times) -> Row:
         str(record.attempt),
         escape_for_terminal(record.node_id),
         record.origin.value,
-        _error(record.error, times),
+        _error(record.error if record.fenced_status is None else
+               f"{record.error or record.status.value}; {fenced_note(record)}", times),
     ))
 
 
@@ -205,7 +207,7 @@ def history(
                                                        autocompletion=complete_job_ids)] = None,
     status: Annotated[str | None, typer.Option(
         "--status", help="Only these statuses (comma-separated): pending, running, succeeded, "
-        "failed, abandoned, cancelled, dead_letter; 'skipped' lists skip records (planned "
+        "failed, abandoned, cancelled, dead_letter, lost; 'skipped' lists skip records (planned "
         "instants that did not run, with the reason).")] = None,
     since: Annotated[str | None, typer.Option(
         "--since", help="Planned at or after T: ISO 8601 or relative (2h, 3d).")] = None,

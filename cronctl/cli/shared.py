@@ -221,7 +221,19 @@ def execution_json(record: ExecutionRecord) -> dict[str, Any]:
         "signal": record.signal,
         "cpu_seconds": record.cpu_seconds,
         "max_rss_bytes": record.max_rss_bytes,
+        # a final status that came after the attempt was taken over: kept, not counted
+        "fenced_status": None if record.fenced_status is None else record.fenced_status.value,
+        "fenced_at": iso_z(record.fenced_at),
     }
+
+
+def fenced_note(record: ExecutionRecord) -> str | None:
+    """What ``history`` and ``why`` say of a final status refused as stale (SPEC section
+    4): ``attempt 1 on node-a: succeeded after its lease expired; not counted``."""
+    if record.fenced_status is None:
+        return None
+    return (f"attempt {record.attempt} on {record.node_id}: {record.fenced_status.value} "
+            "after its lease expired; not counted")
 
 
 def escape_for_terminal(text: str) -> str:

@@ -67,6 +67,9 @@ class ExecutionStatus(_Choice):
     ABANDONED = "abandoned"
     CANCELLED = "cancelled"
     DEAD_LETTER = "dead_letter"
+    # Taken over by recovery while its outcome was unknown (its node stopped answering):
+    # never a guess such as failed (SPEC section 4).
+    LOST = "lost"
 
     @property
     def is_final(self) -> bool:

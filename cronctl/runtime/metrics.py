@@ -36,7 +36,7 @@ from cronctl.core.timing import ScheduleLike
 from cronctl.errors import ConfigError
 from cronctl.jobs.model import ExecutionStatus, JobDefinition
 from cronctl.runtime.fire.records import Run
-from cronctl.store.base import Store
+from cronctl.store.base import ExecutionRecord, Store
 
 log = logging.getLogger("cronctl.runtime")
 
@@ -183,6 +183,9 @@ class Metrics:
         if a.reason in _SKIPPED_ELSEWHERE:
             return
         self._skip(a.job_id, a.reason.value, getattr(a, "count", 1))
+
+    def fenced(self, row: ExecutionRecord, status: ExecutionStatus, at: datetime) -> None:
+        return None
 
     def missed(self, a: Missed) -> None:
         if a.dropped:

@@ -214,12 +214,12 @@ class RawSql(ReadQueries):
         for the job (on PostgreSQL the others wait on the lock's key, not on the token),
         so the job's tokens rise in the order its lock changes hands."""
         out: list[int | Fenced | str | None] = [None] * len(rows)
-        plain = [i for i, r in enumerate(rows) if not r.locks]
+        plain = [i for i, r in enumerate(rows) if not r.locks and not r.fenced]
         if plain:
             for i, new_id in zip(plain, self.insert_executions(cur, [rows[i] for i in plain]),
                                  strict=True):
                 out[i] = new_id
-        guarded = sorted((i for i, r in enumerate(rows) if r.locks),
+        guarded = sorted((i for i, r in enumerate(rows) if r.locks or r.fenced),
                          key=lambda i: sorted(rows[i].locks))
         for i in guarded:
             r = rows[i]

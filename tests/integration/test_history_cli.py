@@ -24,7 +24,7 @@ from cronctl.store import Store, open_store
 NOW = datetime.now(UTC).replace(microsecond=0)
 HISTORY_KEYS = {"id", "job", "occurrence_id", "scheduled_at", "started_at", "finished_at",
                 "status", "attempt", "node", "origin", "error", "exit_code", "signal",
-                "cpu_seconds", "max_rss_bytes"}
+                "cpu_seconds", "max_rss_bytes", "fenced_status", "fenced_at"}
 
 
 def build_app() -> typer.Typer:
@@ -126,7 +126,7 @@ def test_history_json_shape_and_order(env: Env) -> None:
             "+00:00", "Z"),
         "status": "failed", "attempt": 1, "node": "node-a", "origin": "cron",
         "error": "exit code 2", "exit_code": None, "signal": None, "cpu_seconds": None,
-        "max_rss_bytes": None,
+        "max_rss_bytes": None, "fenced_status": None, "fenced_at": None,
     }
     assert rows[0]["finished_at"] is None and rows[0]["error"] is None
 
@@ -214,6 +214,19 @@ def test_history_shows_what_a_command_used(env: Env) -> None:
     assert row.split()[-4:] == ["-", "SIGKILL", "1.25s", "64.0M"]
     narrow = env.cli("history").stdout.splitlines()
     assert "SIGNAL" not in narrow[0]
+
+
+def test_history_shows_a_lost_attempt_and_its_late_final_status(env: Env) -> None:
+    lost = env.execution("backup", 5, ExecutionStatus.LOST, error="lost: its scheduler "
+                         "stopped before it finished; its outcome is unknown")
+    assert env.store.record_fenced(lost, ExecutionStatus.SUCCEEDED, NOW)
+    [row] = env.cli("history", "--json").json()["executions"]
+    assert (row["status"], row["fenced_status"]) == ("lost", "succeeded")
+    assert row["fenced_at"] == NOW.isoformat().replace("+00:00", "Z")
+    shown = env.cli("history", "--wide").stdout
+    assert "lost" in shown
+    assert "attempt 1 on node-a: succeeded after its lease expired; not counted" in shown
+    assert env.cli("history", "--status", "lost", "--json").json()["executions"][0]["id"] == lost
 
 
 def test_history_errors_and_exit_codes(env: Env) -> None:

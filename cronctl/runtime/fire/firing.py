@@ -86,6 +86,7 @@ class Firing(RowWrites):
         self.cursors = self.handled.cursors
         self.finals = FinalBatch(store, io.submit, flusher.drain, clock, later=io.after,
                                  delay=FINAL_DELAY)
+        self.finals.on_fenced = lambda row, status, at: self.watch.fenced(row, status, at)
         self._fires: list[Fire] = []  # deferred to the end of the batch (see ``batch``)
         self._batching = 0
         self.stopping = False  # set by the Scheduler when a stop begins

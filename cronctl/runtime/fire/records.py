@@ -79,6 +79,13 @@ def takes_token(job: JobDefinition) -> bool:
     return job.mode is Mode.SINGLE_INSTANCE
 
 
+def fenced(r: Ready) -> bool:
+    """Whether the row of ``r`` takes a fencing token: every single_instance attempt, and
+    every attempt that recovery runs in place of an interrupted one (SPEC section 4: the
+    interrupted attempt's late final status is then refused against a real token)."""
+    return takes_token(r.job) or r.fire.recovered_from is not None
+
+
 def new_rows(tracked: list[Ready], node_id: str, now: datetime) -> list[NewExecution]:
     """The ``running`` rows of the tracked fires of one wake (dispatched right after)."""
     return [NewExecution(
@@ -86,4 +93,4 @@ def new_rows(tracked: list[Ready], node_id: str, now: datetime) -> list[NewExecu
         attempt=r.fire.attempt, origin=r.fire.origin, node_id=node_id,
         scope_node=None if takes_token(r.job) else node_id,
         fencing_token=r.token, target=str(r.job.target), status=ExecutionStatus.RUNNING,
-        started_at=now, created_at=now, locks=r.locks, fenced=takes_token(r.job)) for r in tracked]
+        started_at=now, created_at=now, locks=r.locks, fenced=fenced(r)) for r in tracked]

@@ -36,7 +36,7 @@ from cronctl.runtime.logsetup import ids
 from cronctl.runtime.notify.delivery import Delivery
 from cronctl.runtime.notify.late import LateChecker
 from cronctl.runtime.notify.longrun import LongRunning
-from cronctl.store.base import Store
+from cronctl.store.base import ExecutionRecord, Store
 
 log = logging.getLogger("cronctl.runtime")
 
@@ -177,6 +177,12 @@ class Notifications:
         if a.dropped and job is not None and self._wants(job, "missed"):
             self._put(("missed", job, a, after, self._clock()))
 
+    def fenced(self, row: ExecutionRecord, status: ExecutionStatus, at: datetime) -> None:
+        """(I/O thread; the inbox is a thread-safe queue.)"""
+        job = self._job_of(row.job_id)
+        if job is not None and self._wants(job, "fenced"):
+            self._put(("fenced", job, row, status, at))
+
     def _spec(self, job: JobDefinition) -> NotifySpec | None:
         """The job's resolved notify, or None when it has nowhere to send to."""
         got = self._specs.get(job.id)
@@ -265,6 +271,14 @@ class Notifications:
         elif kind == "late":
             job, planned, at = item[1:]
             self._late_one(job, planned, at)
+        elif kind == "fenced":
+            job, row, status, at = item[1:]
+            self._send(job, event("fenced", job.id, self._node, at,
+                                  occurrence=row.occurrence_id, scheduled_at=row.scheduled_at,
+                                  execution_id=row.id, attempt=row.attempt,
+                                  status=status.value, error=row.error,
+                                  reason=f"{status.value} after the attempt was taken over "
+                                         f"(recorded {row.status.value}); not counted"))
         elif kind == "running":
             run, at = item[1:]
             self._long.started(run, at)
@@ -358,9 +372,11 @@ class Notifications:
                           attempt=row.attempt)
             if a.status is ExecutionStatus.DEAD_LETTER:
                 self._outcome(job.id, row.scheduled_at, a.status)
+        if a.status is not ExecutionStatus.DEAD_LETTER:
+            return  # lost: how it ended is unknown, and its next attempt follows
         if self._wants(job, "failed"):
             self._send(job, event("failed", job.id, self._node, at, **fields))
-        if a.status is ExecutionStatus.DEAD_LETTER and self._wants(job, "dead_letter"):
+        if self._wants(job, "dead_letter"):
             self._send(job, event("dead_letter", job.id, self._node, at, **fields))
 
     def _send_run(self, kind: str, run: Run, status: ExecutionStatus, error: str | None,

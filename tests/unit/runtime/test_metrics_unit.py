@@ -79,7 +79,7 @@ def test_hooks_move_the_counters_and_gauges() -> None:
     m.finished(_run(a, T0), ExecutionStatus.SUCCEEDED, None)
     m.finished(_run(b, T0), ExecutionStatus.FAILED, "boom")
     m.finished(_run(b, T0, 2), ExecutionStatus.DEAD_LETTER, "boom")
-    m.interrupted(CloseInterrupted(9, "b", ExecutionStatus.FAILED))
+    m.interrupted(CloseInterrupted(9, "b", ExecutionStatus.LOST))
     m.skipped(Skip("a", T0, Origin.CRON, SkipReason.OVERLAP))
     m.skipped(Skip("a", T0, Origin.CRON, SkipReason.OVERLAP))
     m.skipped(Skip("a", T0, Origin.CRON, SkipReason.REMOVED))  # not a skip record
@@ -91,7 +91,8 @@ def test_hooks_move_the_counters_and_gauges() -> None:
     assert got[("cronctl_fires_total", (("job", "a"),))] == 2
     assert got[("cronctl_fires_total", (("job", "b"),))] == 1
     assert got[("cronctl_executions_total", (("job", "a"), ("status", "succeeded")))] == 1
-    assert got[("cronctl_executions_total", (("job", "b"), ("status", "failed")))] == 2
+    assert got[("cronctl_executions_total", (("job", "b"), ("status", "failed")))] == 1
+    assert got[("cronctl_executions_total", (("job", "b"), ("status", "lost")))] == 1
     assert got[("cronctl_executions_total", (("job", "b"), ("status", "dead_letter")))] == 1
     assert got[("cronctl_skipped_total", (("job", "a"), ("reason", "overlap")))] == 2
     assert got[("cronctl_skipped_total", (("job", "b"), ("reason", "misfire")))] == 4
