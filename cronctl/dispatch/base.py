@@ -35,6 +35,9 @@ class DispatchRequest:
     # and its leader's identity (cronctl.processes): the runtime records them.
     on_spawn: Callable[[int, str | None], None] | None = field(
         default=None, compare=False, repr=False)
+    # ``JobContext.still_owner``: whether the store still has this attempt as the one that
+    # counts (None: untracked, always True). Built by the runtime, which has the store.
+    still_owner: Callable[[], bool] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

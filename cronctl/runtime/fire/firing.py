@@ -118,7 +118,8 @@ class Firing(RowWrites):
             dispatcher, core=core, waiters=self.waiters, persistent=store.persistent,
             post=post, mono=mono, clock=clock, sink_of=self.sink_of,
             sink_for=flusher.sink_for, stopping=lambda: self.stopping,
-            store_down=lambda: self.health.down)
+            store_down=lambda: self.health.down,
+            owner=lambda eid: records.owner_check(store, eid, node_id, None))
 
     # --- the action loop -------------------------------------------------------------------
 
@@ -335,7 +336,9 @@ class Firing(RowWrites):
         spawned = (None if execution_id is None else
                    records.spawn_recorder(self.store, self.io.submit, execution_id))
         request = DispatchRequest(job, a.occurrence_id, a.planned, a.attempt, a.origin,
-                                  execution_id, r.token, on_spawn=spawned)
+                                  execution_id, r.token, on_spawn=spawned,
+                                  still_owner=records.owner_check(self.store, execution_id,
+                                                                  self.node_id, r.token))
         run = Run(a, job, execution_id, token=r.token)
         self.running[a.key] = run
         key = a.key

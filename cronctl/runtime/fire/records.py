@@ -73,6 +73,21 @@ def spawn_recorder(store: Store, submit: Callable[[Callable[[], object]], None],
     return record
 
 
+def owner_check(store: Store, execution_id: int | None, node_id: str,
+                token: int | None) -> Callable[[], bool] | None:
+    """``JobContext.still_owner`` of a tracked attempt: its row is still ``running`` on
+    this node with the token it was claimed with (SPEC section 4). Reads the store on the
+    handler's thread, only when the handler asks."""
+    if execution_id is None or not store.persistent:
+        return None
+
+    def still_owner() -> bool:
+        row = store.get_execution(execution_id)
+        return (row is not None and row.status is ExecutionStatus.RUNNING
+                and row.node_id == node_id and row.fencing_token == token)
+    return still_owner
+
+
 def takes_token(job: JobDefinition) -> bool:
     """Whether an attempt of ``job`` carries a fencing token (taken with its guard lock,
     in the transaction that writes or claims its row)."""
