@@ -61,6 +61,7 @@ from cronctl.dispatch.procenv import (
     unsent_kill_text,
 )
 from cronctl.dispatch.sandbox import SandboxError, child_setup, switch_for
+from cronctl.dispatch.supervisor import Supervisor
 from cronctl.jobs.model import CommandTarget, ExecutionStatus, JobDefinition
 
 log = logging.getLogger("cronctl.dispatch")
@@ -111,6 +112,7 @@ class _Reactor:
         self._seq = itertools.count()
         self._closing = False
         self.pidfd_missing = not hasattr(os, "pidfd_open")
+        self.supervisor: Supervisor | None = None  # told of every group (see supervise)
         self._preexec = parent_death_signal()
         self._thread = threading.Thread(target=self._run, name="cronctl-commands", daemon=True)
         self._thread.start()
@@ -237,6 +239,8 @@ class _Reactor:
         child.started_at = time.monotonic()
         self._children.add(child)
         _record_spawn(child, proc.pid)
+        if self.supervisor is not None:
+            self.supervisor.started(proc.pid)
         assert proc.stdout is not None and proc.stderr is not None
         for pipe, level in ((proc.stdout, logging.INFO), (proc.stderr, logging.WARNING)):
             fd = pipe.fileno()
@@ -377,6 +381,8 @@ class _Reactor:
             child.pidfd = None
         for level, message in child.budget.finish():  # what was dropped, and the tail
             _safe_log(child.sink, level, message)
+        if self.supervisor is not None:  # (before the reap: the zombie pins the group id)
+            self.supervisor.ending(proc.pid)
         returncode, usage = _reap(proc)
         self._children.discard(child)
         if child.stop_reason is not None:
@@ -410,6 +416,7 @@ class CommandDispatcher:
         self._lock = threading.Lock()
         self._reactor: _Reactor | None = None
         self._closed = False
+        self._supervisor: Supervisor | None = None
 
     def resolve(self, job: JobDefinition) -> None:
         if not isinstance(job.target, CommandTarget):
@@ -434,7 +441,23 @@ class CommandDispatcher:
         with self._lock:
             if self._reactor is None:
                 self._reactor = _Reactor()
+                self._reactor.supervisor = self._supervisor
             return self._reactor
+
+    def supervise(self, limit: float) -> None:
+        """From now on, a :class:`Supervisor` ends every command's process group when
+        :meth:`beat` was not called for ``limit`` seconds (or this process is gone)."""
+        with self._lock:
+            if self._supervisor is None and not self._closed:
+                self._supervisor = Supervisor(limit)
+            if self._reactor is not None:
+                self._reactor.supervisor = self._supervisor
+
+    def beat(self) -> None:
+        """The scheduler's heartbeat was accepted: the supervisor waits ``limit`` again."""
+        supervisor = self._supervisor
+        if supervisor is not None:
+            supervisor.beat()
 
     @property
     def running(self) -> int:
@@ -448,5 +471,9 @@ class CommandDispatcher:
         ``cancelled`` outcome) so no child outlives the scheduler."""
         with self._lock:
             reactor, self._reactor = self._reactor, None
+            supervisor, self._supervisor = self._supervisor, None
+            self._closed = True  # (no supervisor starts any more; commands still may)
         if reactor is not None:
             reactor.shutdown(wait, timeout if wait else (timeout or 5.0))
+        if supervisor is not None:
+            supervisor.close()

@@ -50,6 +50,7 @@ from cronctl.runtime.logsetup import ids
 from cronctl.runtime.observers import watch_for
 from cronctl.runtime.polls import StorePolls
 from cronctl.runtime.pruning import Pruner
+from cronctl.runtime.supervision import supervised
 from cronctl.runtime.systemd import Notifier, SystemdNotifier
 from cronctl.store.base import Store
 
@@ -116,7 +117,8 @@ class Scheduler:
             beat = min(beat, store.beat_interval)
         self.liveness = Liveness(
             store, node_id=config.node_id, ttl=self._ttl, beat_every=beat, clock=self.clock,
-            jobs=lambda: {j.id: j for j in self._jobs}, heartbeat=self.polls.heartbeat,
+            jobs=lambda: {j.id: j for j in self._jobs},
+            heartbeat=supervised(self.dispatcher, store, self._ttl, beat, self.polls.heartbeat),
             recover=lambda rows, ends: self._inbox.put(Recover(rows, ends)),
             unavailable=self.health.failed, down=lambda: self.health.down)
         f = self.firing
