@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from cronctl.durations import DurationError, parse_duration
 from cronctl.errors import ConfigError, UsageError
+from cronctl.jobs.model import DEFAULT_OUTPUT_LIMIT
 from cronctl.jobs.notify import NotifySpec, read_notify
+from cronctl.jobs.sandbox import to_output_limit
 from cronctl.jobs.settings import JobSettings
 from cronctl.jobs.tomlfile import read_toml
 from cronctl.jobs.violation import Violation, did_you_mean, display_path, one_line
@@ -64,6 +66,7 @@ class Config:
     heartbeat_interval: timedelta = timedelta(seconds=5)
     clock_skew_limit: timedelta = timedelta(minutes=5)
     auto_migrate: bool = True
+    output_limit: int = DEFAULT_OUTPUT_LIMIT  # bytes of output each execution keeps
     # Extra directories python: targets and service packages (entry points) load from.
     python_path: tuple[Path, ...] = ()
     retention: RetentionSettings = RetentionSettings()
@@ -93,6 +96,7 @@ class Config:
             jobs_dir_required=self.jobs_dir_required,
             memory_database=self.in_memory,
             tracked_default=self.tracked,
+            output_limit_default=self.output_limit,
             python_path=self.python_path,
         )
 
@@ -121,6 +125,7 @@ SCHEDULER_KEYS = (
     *_DURATION_KEYS,
     "auto_migrate",
     "python_path",
+    "output_limit",
 )
 SECTIONS = ("scheduler", "metrics", "notify", "retention")
 RETENTION_KEYS = ("executions", "keep_last", "skipped", "interval", "max_log_lines")
@@ -434,6 +439,8 @@ def _convert(key: str, value: Any, base_dir: Path) -> Any:
         if value > MAX_CONCURRENT_JOBS:
             raise ValueError(f"must be at most {MAX_CONCURRENT_JOBS}")
         return value
+    if key == "output_limit":
+        return to_output_limit(value)
     if key == "python_path":
         if not isinstance(value, list) or not all(isinstance(v, str) and v.strip()
                                                   for v in value):

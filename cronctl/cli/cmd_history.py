@@ -19,6 +19,7 @@ from cronctl.cli.shared import (
     complete_job_ids,
     escape_for_terminal,
     execution_json,
+    fenced_note,
     iso_z,
     open_reader,
     require_job_defined,
@@ -125,6 +126,8 @@ COLUMNS = (
     Column("ORIGIN", priority=7),
     Column("ERROR", shrink=True, priority=2, floor=20),
 )
+# With --wide only: how a command ended and what it used (SPEC section 9).
+WIDE_COLUMNS = (Column("EXIT"), Column("SIGNAL"), Column("CPU"), Column("MAX RSS"))
 HEADERS = [column.header for column in COLUMNS]
 PLAIN_ERROR = 80  # piped, an error is cut to this many characters (unless --wide)
 
@@ -176,8 +179,21 @@ def _row(record: ExecutionRecord, times: Times) -> Row:
         str(record.attempt),
         escape_for_terminal(record.node_id),
         record.origin.value,
-        _error(record.error, times),
+        _error(record.error if record.fenced_status is None else
+               f"{record.error or record.status.value}; {fenced_note(record)}", times),
     ))
+
+
+def _figures(record: ExecutionRecord) -> tuple[str, ...]:
+    """The ``--wide`` cells: exit code, signal, CPU seconds, peak RSS."""
+    from cronctl.sizes import format_size
+
+    rss = record.max_rss_bytes
+    return ("-" if record.exit_code is None else str(record.exit_code),
+            record.signal or "-",
+            "-" if record.cpu_seconds is None else f"{record.cpu_seconds:.2f}s",
+            "-" if rss is None else (format_size(rss) if rss < 1024 else
+                                     f"{rss / 1024**2:.1f}M"))
 
 
 def _skip_row(entry: dict[str, Any], times: Times) -> Row:
@@ -194,7 +210,7 @@ def history(
                                                        autocompletion=complete_job_ids)] = None,
     status: Annotated[str | None, typer.Option(
         "--status", help="Only these statuses (comma-separated): pending, running, succeeded, "
-        "failed, abandoned, cancelled, dead_letter; 'skipped' lists skip records (planned "
+        "failed, abandoned, cancelled, dead_letter, lost; 'skipped' lists skip records (planned "
         "instants that did not run, with the reason).")] = None,
     since: Annotated[str | None, typer.Option(
         "--since", help="Planned at or after T: ISO 8601 or relative (2h, 3d).")] = None,
@@ -237,7 +253,14 @@ def history(
     out = Output(color=options.color, wide=wide)
     times = Times(now, full_errors=wide or out.terminal)
     rows = [(execution_json(r), _row(r, times)) for r in records]
-    rows += [(entry, _skip_row(entry, times)) for entry in skips]
+    if wide:
+        rows = [(doc, Row(row.cells + _figures(r))) for (doc, row), r in zip(rows, records,
+                                                                             strict=True)]
+    skip_rows = [(entry, _skip_row(entry, times)) for entry in skips]
+    if wide:
+        skip_rows = [(doc, Row(row.cells + ("-",) * len(WIDE_COLUMNS)))
+                     for doc, row in skip_rows]
+    rows += skip_rows
     rows.sort(key=lambda row: row[0]["scheduled_at"], reverse=True)  # stable: ids stay
     rows = rows[:limit]
     if as_json:
@@ -245,7 +268,8 @@ def history(
     elif not rows:
         typer.echo("no executions" if not skipped else "no executions or skip records")
     else:
-        out.table(Table(COLUMNS, tuple(row for _, row in rows)))
+        out.table(Table(COLUMNS + WIDE_COLUMNS if wide else COLUMNS,
+                        tuple(row for _, row in rows)))
 
 
 def register(app: typer.Typer) -> None:

@@ -12,7 +12,13 @@ import typer
 
 from cronctl.cli import argtypes
 from cronctl.cli.options import global_options
-from cronctl.cli.shared import complete_job_ids, execution_json, iso_z, open_reader
+from cronctl.cli.shared import (
+    complete_job_ids,
+    execution_json,
+    fenced_note,
+    iso_z,
+    open_reader,
+)
 from cronctl.errors import UsageError
 
 if TYPE_CHECKING:
@@ -147,6 +153,9 @@ def why(
     for e in executions:
         typer.echo(f"  execution {e.id}: attempt {e.attempt} {e.status.value} on {e.node_id}"
                    + (f": {e.error}" if e.error else ""))
+        late = fenced_note(e)
+        if late is not None:
+            typer.echo(f"    {late}")
 
 
 def register(app: typer.Typer) -> None:

@@ -216,6 +216,14 @@ def execution_json(record: ExecutionRecord) -> dict[str, Any]:
         "node": record.node_id,
         "origin": record.origin.value,
         "error": record.error,
+        # how a command ended and what it used (SPEC section 9); null for Python handlers
+        "exit_code": record.exit_code,
+        "signal": record.signal,
+        "cpu_seconds": record.cpu_seconds,
+        "max_rss_bytes": record.max_rss_bytes,
+        # a final status that came after the attempt was taken over: kept, not counted
+        "fenced_status": None if record.fenced_status is None else record.fenced_status.value,
+        "fenced_at": iso_z(record.fenced_at),
     }
 
 
@@ -229,6 +237,15 @@ def rows_json(key: str, rows: list[dict[str, Any]]) -> str:
         return json.dumps({key: []}, indent=2)
     body = ",\n    ".join(json.dumps(row, ensure_ascii=True) for row in rows)
     return f"{{\n  {json.dumps(key)}: [\n    {body}\n  ]\n}}"
+
+
+def fenced_note(record: ExecutionRecord) -> str | None:
+    """What ``history`` and ``why`` say of a final status refused as stale (SPEC section
+    4): ``attempt 1 on node-a: succeeded after its lease expired; not counted``."""
+    if record.fenced_status is None:
+        return None
+    return (f"attempt {record.attempt} on {record.node_id}: {record.fenced_status.value} "
+            "after its lease expired; not counted")
 
 
 def escape_for_terminal(text: str) -> str:

@@ -42,8 +42,8 @@ WIDE_HELP = ("Show every column in full, however wide the lines (on a terminal, 
 ELLIPSIS = "…"
 SEPARATOR = "  "
 STATUS_STYLES = {"skipped": "dim", "succeeded": "green", "failed": "red",
-                 "dead_letter": "bold red", "abandoned": "yellow", "cancelled": "yellow",
-                 "running": "cyan", "pending": "dim"}
+                 "dead_letter": "bold red", "abandoned": "yellow", "lost": "yellow",
+                 "cancelled": "yellow", "running": "cyan", "pending": "dim"}
 # A shortened cell ends next to one of these when that keeps at least half of the room:
 # "connection refused…", not "connection refu…"; "nightly-backup…", not "nightly-bac…".
 _BREAK_AFTER = frozenset(" -_./:,;=@")

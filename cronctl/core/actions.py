@@ -171,7 +171,8 @@ class DeadLetter:
 @dataclass(frozen=True, slots=True)
 class CloseInterrupted:
     """A recovered row (pending or running when its node died) is closed before its
-    occurrence runs again: ``failed`` when a next attempt follows, else ``dead_letter``."""
+    occurrence runs again: ``lost`` when a next attempt follows (its outcome is unknown),
+    else ``dead_letter``."""
 
     execution_id: int
     job_id: str

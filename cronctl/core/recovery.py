@@ -43,8 +43,8 @@ class Recovery(Guards):
                 continue
             if r.origin in _SCHEDULED_ORIGINS and (js.handled is None or r.planned > js.handled):
                 js.handled = r.planned  # so the misfire policy starts after it
-            if not pending:
-                out.append(CloseInterrupted(r.execution_id, r.job_id, ExecutionStatus.FAILED))
+            if not pending:  # how it ended is unknown: lost, not failed (SPEC section 4)
+                out.append(CloseInterrupted(r.execution_id, r.job_id, ExecutionStatus.LOST))
                 if ahead.get((r.job_id, r.planned), 0) > r.attempt:
                     continue
                 p = _Pending(js, r.planned, now, r.attempt + 1, r.origin, None, r.execution_id)

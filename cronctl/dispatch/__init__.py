@@ -19,6 +19,7 @@ from cronctl.dispatch.base import (
 )
 from cronctl.dispatch.command import CommandDispatcher
 from cronctl.dispatch.interceptors import Interceptors
+from cronctl.dispatch.logbuffer import MAX_LINES_PER_EXECUTION
 from cronctl.dispatch.python import PythonDispatcher, ServiceResolver
 from cronctl.dispatch.relay import Relay, Staged
 from cronctl.jobs.model import CommandTarget, JobDefinition
@@ -68,15 +69,17 @@ def default_dispatcher(
     *,
     interceptors: Interceptors | None = None,
     service_resolver: ServiceResolver | None = None,
+    max_log_lines: int = MAX_LINES_PER_EXECUTION,
 ) -> RoutingDispatcher:
     """The dispatcher ``cronctl run`` uses. ``interceptors`` defaults to those installed
-    under the ``cronctl.interceptors`` entry-point group."""
+    under the ``cronctl.interceptors`` entry-point group; ``max_log_lines`` (``[retention]``)
+    bounds, with each job's ``output_limit``, the lines an execution keeps."""
     if interceptors is None:
         interceptors = Interceptors.load()
     return RoutingDispatcher(
-        CommandDispatcher(interceptors=interceptors),
+        CommandDispatcher(interceptors=interceptors, max_lines=max_log_lines),
         PythonDispatcher(max_workers, interceptors=interceptors,
-                         service_resolver=service_resolver),
+                         service_resolver=service_resolver, max_lines=max_log_lines),
     )
 
 

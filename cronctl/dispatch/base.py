@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from cronctl.jobs.model import ExecutionStatus, JobDefinition, Origin
+from cronctl.jobs.model import ExecutionStatus, JobDefinition, Origin, ResourceUsage
 
 
 class TargetUnresolved(Exception):
@@ -35,6 +35,9 @@ class DispatchRequest:
     # and its leader's identity (cronctl.processes): the runtime records them.
     on_spawn: Callable[[int, str | None], None] | None = field(
         default=None, compare=False, repr=False)
+    # ``JobContext.still_owner``: whether the store still has this attempt as the one that
+    # counts (None: untracked, always True). Built by the runtime, which has the store.
+    still_owner: Callable[[], bool] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -47,17 +50,13 @@ class Outcome:
     # False when another attempt cannot go differently (a command that was not found or
     # may not be executed): the failure ends the occurrence, no retry.
     retryable: bool = True
+    usage: ResourceUsage | None = None  # a command's figures from ``wait4``
 
 
 class LogSink(Protocol):
     """Where an attempt's log lines and progress go (buffered; the runtime flushes)."""
 
     def log(self, level: int, message: str) -> None: ...
-
-    def discard(self, count: int) -> None:
-        """``count`` lines were not passed on (a command's output over its byte budget):
-        they are counted in the execution's one truncation line."""
-        ...
 
     def progress(self, done: float, total: float | None, message: str | None) -> None: ...
 

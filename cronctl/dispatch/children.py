@@ -1,6 +1,6 @@
 """The child processes of command jobs as the reactor (:mod:`cronctl.dispatch.command`)
 keeps them: their output streams, what the reactor tracks per child, and the small pure
-pieces it uses (counting discarded lines, the outcome of a stopped child)."""
+pieces it uses (reaping with ``wait4``, the outcome of a stopped child)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from typing import Any
 from cronctl import processes
 from cronctl.dispatch.base import DispatchRequest, LogSink, Outcome
 from cronctl.dispatch.interceptors import Interceptors
-from cronctl.dispatch.procenv import exit_text
-from cronctl.jobs.model import CommandTarget, ExecutionStatus
+from cronctl.dispatch.output import OutputBudget
+from cronctl.dispatch.procenv import exit_text, signal_name
+from cronctl.jobs.model import CommandTarget, ExecutionStatus, ResourceUsage
 
 log = logging.getLogger("cronctl.dispatch")
 
@@ -41,7 +42,6 @@ class _Stream:
     fd: int
     level: int
     partial: bytearray = field(default_factory=bytearray)
-    counted_open: bool = False  # once truncated: the unterminated line was counted
 
 
 @dataclass(eq=False)
@@ -51,6 +51,7 @@ class _Child:
     sink: LogSink
     on_done: Callable[[Outcome], None]
     interceptors: Interceptors
+    budget: OutputBudget  # what of its output is kept
     ctx: Any = None
     proc: subprocess.Popen[bytes] | None = None
     streams: list[_Stream] = field(default_factory=list)
@@ -58,26 +59,8 @@ class _Child:
     stop_reason: str | None = None  # "cancel" | "timeout" | "shutdown"
     killed: bool = False
     kill_deadline: float | None = None
-    bytes: int = 0
-    truncated: bool = False
-    discarded: int = 0  # lines not kept once ``truncated``
     finished: bool = False
     started_at: float = 0.0
-
-
-def _count_discarded(child: _Child, stream: _Stream, chunk: bytes) -> None:
-    """Count the lines of ``chunk`` (output past the byte budget) without keeping them; a
-    line split over chunks counts once."""
-    if not chunk:
-        return
-    lines = chunk.count(b"\n")
-    if stream.counted_open:
-        if not lines:
-            return
-        lines -= 1  # that newline ends the line already counted
-    tail = not chunk.endswith(b"\n")
-    child.discarded += lines + tail
-    stream.counted_open = tail
 
 
 def _safe_log(sink: LogSink, level: int, message: str) -> None:
@@ -94,6 +77,25 @@ def _exited(pid: int) -> bool:
     except ChildProcessError:
         return True
     return info is not None
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> tuple[int, ResourceUsage]:
+    """Reap the exited leader with ``wait4``: its return code (``-signal`` when a signal
+    ended it) and what it and its reaped descendants used."""
+    try:
+        _pid, status, used = os.wait4(proc.pid, 0)
+    except ChildProcessError:  # reaped already (it cannot be, but never hang on it)
+        returncode = proc.wait()
+        return returncode, ResourceUsage(exit_code=returncode if returncode >= 0 else None,
+                                         signal=signal_name(returncode))
+    returncode = os.waitstatus_to_exitcode(status)
+    proc.returncode = returncode  # Popen must not wait for it again
+    return returncode, ResourceUsage(
+        exit_code=returncode if returncode >= 0 else None,
+        signal=signal_name(returncode),
+        cpu_seconds=round(used.ru_utime + used.ru_stime, 6),
+        max_rss_bytes=used.ru_maxrss * 1024,  # Linux reports kilobytes
+    )
 
 
 def _stop_outcome(child: _Child, returncode: int | None) -> Outcome:

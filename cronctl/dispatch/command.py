@@ -37,13 +37,14 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from cronctl.dispatch.base import DispatchRequest, LogSink, Outcome, TargetUnresolved
 from cronctl.dispatch.children import (
     _Child,
-    _count_discarded,
     _exited,
+    _reap,
     _record_spawn,
     _safe_log,
     _stop_outcome,
@@ -51,22 +52,24 @@ from cronctl.dispatch.children import (
 )
 from cronctl.dispatch.interceptors import Interceptors
 from cronctl.dispatch.jobcontext import make_context
+from cronctl.dispatch.logbuffer import MAX_LINES_PER_EXECUTION
+from cronctl.dispatch.output import MAX_LINE_BYTES, OutputBudget
 from cronctl.dispatch.procenv import (
     command_env,
     exec_refused,
-    exit_text,
     parent_death_signal,
     spawn_error,
+    unsent_kill_text,
 )
+from cronctl.dispatch.sandbox import SandboxError, child_setup, switch_for
+from cronctl.dispatch.supervisor import Supervisor
 from cronctl.jobs.model import CommandTarget, ExecutionStatus, JobDefinition
 
 log = logging.getLogger("cronctl.dispatch")
 
-# A command's output kept per attempt; the lines after it are drained from the pipes and
-# counted in the execution's one truncation line (``LogSink.discard``). The number of
-# lines is capped by the log sink (``[retention] max_log_lines``).
-MAX_BYTES = 1024 * 1024
-MAX_LINE_BYTES = 64 * 1024  # a longer line without a newline is cut into pieces
+# What a command's output keeps is its job's OutputBudget (output_limit bytes and
+# [retention] max_log_lines lines: the first half and the last half); everything is
+# drained from the pipes at full speed whatever is kept.
 _READ_CHUNK = 65536
 _POLL_INTERVAL = 0.01  # only without pidfd support
 # epoll/poll take milliseconds as a C int (~24.8 days at most); a longer wait (a kill
@@ -110,6 +113,7 @@ class _Reactor:
         self._seq = itertools.count()
         self._closing = False
         self.pidfd_missing = not hasattr(os, "pidfd_open")
+        self.supervisor: Supervisor | None = None  # told of every group (see supervise)
         self._preexec = parent_death_signal()
         self._thread = threading.Thread(target=self._run, name="cronctl-commands", daemon=True)
         self._thread.start()
@@ -202,17 +206,27 @@ class _Reactor:
         else:
             argv = list(target.argv)
         child.interceptors.on_dispatch(child.ctx)
+        try:  # who it runs as: resolved at every spawn, never silently ourselves
+            switch = switch_for(target)
+        except SandboxError as exc:
+            self._complete(child, Outcome(ExecutionStatus.FAILED, error=str(exc)))
+            return
+        credentials: dict[str, Any] = {}
+        if switch is not None and switch.groups is not None:
+            credentials = {"user": switch.uid, "group": switch.gid,
+                           "extra_groups": list(switch.groups)}
         try:
             proc = subprocess.Popen(
                 argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                env=command_env(child.request, target),
+                env=command_env(child.request, target, None if switch is None else switch.env),
                 cwd=target.cwd or None,
                 start_new_session=True,
                 close_fds=True,
-                preexec_fn=self._preexec,
+                preexec_fn=child_setup(self._preexec, target.limits),
+                **credentials,
             )
         except OSError as exc:
             # Not found, not executable: a retry would find the same; a full process table
@@ -229,6 +243,8 @@ class _Reactor:
         child.started_at = time.monotonic()
         self._children.add(child)
         _record_spawn(child, proc.pid)
+        if self.supervisor is not None:
+            self.supervisor.started(proc.pid)
         assert proc.stdout is not None and proc.stderr is not None
         for pipe, level in ((proc.stdout, logging.INFO), (proc.stderr, logging.WARNING)):
             fd = pipe.fileno()
@@ -299,48 +315,45 @@ class _Reactor:
             self._close_stream(child, stream)
 
     def _feed(self, child: _Child, stream: _Stream, data: bytes) -> None:
-        if child.truncated:  # still drained from the pipe, just counted
-            _count_discarded(child, stream, data)
-            return
+        """Whole lines of ``data`` (after what was left of the stream's last line) go to
+        the sink while the head of the budget lasts, then in blocks to its tail."""
         buf = stream.partial
         buf += data
+        budget, level = child.budget, stream.level
         start = 0
-        while True:
+        while not budget.full:
             nl = buf.find(b"\n", start)
-            if nl < 0:
-                break
-            self._emit(child, stream.level, bytes(buf[start:nl]))
+            if nl < 0 or not self._emit(child, level, bytes(buf[start:nl])):
+                break  # (a line the head refused goes to the tail with the rest)
             start = nl + 1
-            if child.truncated:
-                rest = bytes(buf[start:])
-                buf.clear()
-                _count_discarded(child, stream, rest)
-                return
+        if budget.full:
+            end = buf.rfind(b"\n", start) + 1
+            if end > start:
+                budget.hold_block(level, bytes(memoryview(buf)[start:end]))
+                start = end
         del buf[:start]
-        while len(buf) >= MAX_LINE_BYTES and not child.truncated:
-            self._emit(child, stream.level, bytes(buf[:MAX_LINE_BYTES]))
+        while len(buf) >= MAX_LINE_BYTES:  # a longer line is cut into pieces
+            piece = bytes(buf[:MAX_LINE_BYTES])
             del buf[:MAX_LINE_BYTES]
-            if child.truncated:  # the rest of this line goes with the piece just counted
-                stream.counted_open = True
-                rest = bytes(buf)
-                buf.clear()
-                _count_discarded(child, stream, rest)
+            if not self._emit(child, level, piece):
+                budget.hold_block(level, piece + b"\n")
 
-    def _emit(self, child: _Child, level: int, raw: bytes) -> None:
+    def _emit(self, child: _Child, level: int, raw: bytes) -> bool:
+        """Pass one line on if the head of the budget has room for it."""
+        if not child.budget.head(len(raw) + 1):
+            return False
         if raw.endswith(b"\r"):
             raw = raw[:-1]
-        child.bytes += len(raw) + 1
-        if child.bytes > MAX_BYTES:
-            child.truncated = True
-            child.discarded += 1
-            return
         _safe_log(child.sink, level, raw.decode("utf-8", "replace"))
+        return True
 
     def _close_stream(self, child: _Child, stream: _Stream) -> None:
         with contextlib.suppress(KeyError, ValueError):
             self._sel.unregister(stream.fd)
-        if stream.partial and not child.truncated:
-            self._emit(child, stream.level, bytes(stream.partial))
+        if stream.partial:  # the last line, without its newline
+            raw = bytes(stream.partial)
+            if not self._emit(child, stream.level, raw):
+                child.budget.hold_block(stream.level, raw + b"\n")
         stream.partial.clear()
         if stream in child.streams:
             child.streams.remove(stream)
@@ -370,20 +383,19 @@ class _Reactor:
             self._sel.unregister(child.pidfd)
             os.close(child.pidfd)
             child.pidfd = None
-        if child.discarded:
-            try:
-                child.sink.discard(child.discarded)
-            except Exception:
-                log.exception("log sink raised; discarded-line count lost")
-        returncode = proc.wait()
+        for level, message in child.budget.finish():  # what was dropped, and the tail
+            _safe_log(child.sink, level, message)
+        if self.supervisor is not None:  # (before the reap: the zombie pins the group id)
+            self.supervisor.ending(proc.pid)
+        returncode, usage = _reap(proc)
         self._children.discard(child)
         if child.stop_reason is not None:
-            outcome = _stop_outcome(child, returncode)
+            outcome = replace(_stop_outcome(child, returncode), usage=usage)
         elif returncode == 0:
-            outcome = Outcome(ExecutionStatus.SUCCEEDED, exit_code=0)
+            outcome = Outcome(ExecutionStatus.SUCCEEDED, exit_code=0, usage=usage)
         else:
-            outcome = Outcome(ExecutionStatus.FAILED, error=exit_text(returncode),
-                              exit_code=returncode)
+            outcome = Outcome(ExecutionStatus.FAILED, error=unsent_kill_text(returncode),
+                              exit_code=returncode, usage=usage)
         self._complete(child, outcome)
 
     def _complete(self, child: _Child, outcome: Outcome) -> None:
@@ -401,11 +413,14 @@ class CommandDispatcher:
     """Runs :class:`CommandTarget` jobs. ``start`` returns at once; the reactor thread
     spawns the process."""
 
-    def __init__(self, *, interceptors: Interceptors | None = None) -> None:
+    def __init__(self, *, interceptors: Interceptors | None = None,
+                 max_lines: int = MAX_LINES_PER_EXECUTION) -> None:
         self._interceptors = interceptors or Interceptors(())
+        self._max_lines = max_lines  # [retention] max_log_lines
         self._lock = threading.Lock()
         self._reactor: _Reactor | None = None
         self._closed = False
+        self._supervisor: Supervisor | None = None
 
     def resolve(self, job: JobDefinition) -> None:
         if not isinstance(job.target, CommandTarget):
@@ -418,7 +433,8 @@ class CommandDispatcher:
     ) -> CommandHandle:
         target = request.job.target
         assert isinstance(target, CommandTarget), "CommandDispatcher got a non-command job"
-        child = _Child(request, target, sink, on_done, self._interceptors)
+        child = _Child(request, target, sink, on_done, self._interceptors,
+                       OutputBudget(request.job.output_limit, self._max_lines))
         if self._interceptors:
             child.ctx = make_context(request, sink)
         reactor = self._get_reactor()
@@ -429,7 +445,23 @@ class CommandDispatcher:
         with self._lock:
             if self._reactor is None:
                 self._reactor = _Reactor()
+                self._reactor.supervisor = self._supervisor
             return self._reactor
+
+    def supervise(self, limit: float) -> None:
+        """From now on, a :class:`Supervisor` ends every command's process group when
+        :meth:`beat` was not called for ``limit`` seconds (or this process is gone)."""
+        with self._lock:
+            if self._supervisor is None and not self._closed:
+                self._supervisor = Supervisor(limit)
+            if self._reactor is not None:
+                self._reactor.supervisor = self._supervisor
+
+    def beat(self) -> None:
+        """The scheduler's heartbeat was accepted: the supervisor waits ``limit`` again."""
+        supervisor = self._supervisor
+        if supervisor is not None:
+            supervisor.beat()
 
     @property
     def running(self) -> int:
@@ -443,5 +475,9 @@ class CommandDispatcher:
         ``cancelled`` outcome) so no child outlives the scheduler."""
         with self._lock:
             reactor, self._reactor = self._reactor, None
+            supervisor, self._supervisor = self._supervisor, None
+            self._closed = True  # (no supervisor starts any more; commands still may)
         if reactor is not None:
             reactor.shutdown(wait, timeout if wait else (timeout or 5.0))
+        if supervisor is not None:
+            supervisor.close()

@@ -13,7 +13,7 @@ import threading
 from dataclasses import fields
 from typing import Any
 
-from cronctl.context import JobContext
+from cronctl.context import JobContext, _always_owner
 from cronctl.dispatch.base import DispatchRequest, LogSink
 
 _formatter = logging.Formatter()
@@ -80,6 +80,7 @@ def make_context(
         "log": SinkLogger(f"cronctl.job.{job.id}", sink),
         "_cancel_event": cancel_event if cancel_event is not None else threading.Event(),
         "_progress": sink.progress,
+        "_owner": request.still_owner or _always_owner,
     }
     if not _FAST:
         return JobContext(**values)
@@ -100,4 +101,5 @@ _FAST_LOGGER = set(vars(logging.Logger("probe"))) == {
 _FAST = (not hasattr(JobContext, "__slots__") and not hasattr(JobContext, "__post_init__")
          and {f.name for f in fields(JobContext)} == {
              "job_id", "execution_id", "occurrence_id", "scheduled_at", "attempt", "origin",
-             "parameters", "payload", "fencing_token", "log", "_cancel_event", "_progress"})
+             "parameters", "payload", "fencing_token", "log", "_cancel_event", "_progress",
+             "_owner"})

@@ -8,9 +8,10 @@ thread. The runtime calls :meth:`LogFlusher.flush` every ``progress_flush_interv
 shutdown. Every store write goes through one lock, so a drain waits for a flush that is
 still writing and an execution's lines keep their order in the store.
 
-Each execution keeps at most ``max_per_execution`` lines (``[retention] max_log_lines``);
-the lines past it, and those a dispatcher did not pass on (:meth:`BufferedSink.discard`),
-are counted and written as ONE truncation line when the execution is drained.
+What an execution keeps of its output (``output_limit`` and ``[retention]
+max_log_lines``) is decided before its lines get here, by its dispatcher's
+:class:`~cronctl.dispatch.output.OutputBudget`: the first half, one line counting what
+was dropped, the last half.
 
 Lines the store refused stay buffered for the next write; what cannot be written within
 the bounds (``drain``'s rounds, ``drain_all``'s deadline, the buffer cap while the
@@ -36,8 +37,6 @@ job_log = logging.getLogger("cronctl.job")
 
 MAX_BUFFERED_LINES = 200_000  # across executions, while the database is unreachable
 MAX_LINES_PER_EXECUTION = 10_000  # SPEC section 7: [retention] max_log_lines
-TRUNCATION_LINE = ("[cronctl] {count} more log lines were discarded: this execution reached "
-                   "its limit (max_log_lines = {limit}, or 1 MiB of command output)")
 MAX_MESSAGE_CHARS = 64 * 1024
 
 def _level_name(level: int) -> str:
@@ -62,11 +61,6 @@ class ProcessLogSink:
                              printable(message),
                              extra={"job_id": self.job_id, "execution_id": self.execution_id})
 
-    def discard(self, count: int) -> None:
-        self._logger.warning("job %s: %d more output lines were discarded (over 1 MiB)",
-                             printable(self.job_id), count,
-                             extra={"job_id": self.job_id, "execution_id": self.execution_id})
-
     def progress(self, done: float, total: float | None, message: str | None) -> None:
         if self._logger.isEnabledFor(logging.DEBUG):
             of = "" if total is None else f"/{total:g}"
@@ -87,10 +81,6 @@ class BufferedSink:
 
     def log(self, level: int, message: str) -> None:
         self._flusher._append(self.execution_id, level, message)
-
-    def discard(self, count: int) -> None:
-        """``count`` lines were not passed on: counted in the truncation line."""
-        self._flusher._discard(self.execution_id, count)
 
     def progress(self, done: float, total: float | None, message: str | None) -> None:
         self._flusher._set_progress(self.execution_id, done, total, message)
@@ -133,19 +123,15 @@ class LogFlusher:
         *,
         clock: Callable[[], datetime] | None = None,
         max_buffered: int = MAX_BUFFERED_LINES,
-        max_per_execution: int = MAX_LINES_PER_EXECUTION,
         echo: logging.Logger | None = None,
     ) -> None:
         self._store = store
         self._clock = clock or (lambda: datetime.now(UTC))
         self._max_buffered = max_buffered
-        self._max_per_execution = max_per_execution
         self._echo = echo  # also log every line here (at DEBUG), e.g. for `run -v`
         self._lock = threading.Lock()  # guards the buffers below
         self._write_lock = threading.Lock()  # one store write at a time
         self._lines: dict[int, list[LogEntry]] = {}
-        self._counts: dict[int, int] = {}  # lines accepted per live execution
-        self._dropped: dict[int, int] = {}  # lines over the cap, per live execution
         self._buffered = 0
         self._progress: dict[int, _Progress] = {}
         self._overflow = 0  # dropped because the buffer was full; reported at next flush
@@ -160,11 +146,6 @@ class LogFlusher:
             message = message[:MAX_MESSAGE_CHARS] + " [cronctl: message truncated]"
         entry: LogEntry = (execution_id, self._clock(), _level_name(level), message)
         with self._lock:
-            count = self._counts.get(execution_id, 0) + 1
-            self._counts[execution_id] = count
-            if count > self._max_per_execution:
-                self._dropped[execution_id] = self._dropped.get(execution_id, 0) + 1
-                return
             if self._buffered >= self._max_buffered:
                 self._overflow += 1
                 return
@@ -173,19 +154,6 @@ class LogFlusher:
         echo = self._echo
         if echo is not None and echo.isEnabledFor(logging.DEBUG):
             echo.debug("execution %s: %s", execution_id, printable(message))
-
-    def _discard(self, execution_id: int, count: int) -> None:
-        if count > 0:
-            with self._lock:
-                self._dropped[execution_id] = self._dropped.get(execution_id, 0) + count
-
-    def _truncation(self, execution_id: int) -> LogEntry | None:
-        """The execution's one truncation line, if it lost lines (call with the lock)."""
-        count = self._dropped.pop(execution_id, 0)
-        if not count:
-            return None
-        text = TRUNCATION_LINE.format(count=count, limit=self._max_per_execution)
-        return (execution_id, self._clock(), "WARNING", text)
 
     def _set_progress(self, execution_id: int, done: float, total: float | None,
                       message: str | None) -> None:
@@ -246,11 +214,7 @@ class LogFlusher:
                     progress = self._progress.pop(execution_id, None)
                     if entries:
                         self._buffered -= len(entries)
-                    marker = self._truncation(execution_id)
-                    if marker is not None:
-                        entries = [*(entries or []), marker]
                 if not entries and progress is None:
-                    self._forget(execution_id)
                     return True
                 try:
                     if entries:
@@ -271,8 +235,6 @@ class LogFlusher:
             lost = self._lines.pop(execution_id, [])
             self._buffered -= len(lost)
             lost_progress = self._progress.pop(execution_id, None)
-            self._counts.pop(execution_id, None)
-            self._dropped.pop(execution_id, None)
         if lost or lost_progress is not None:
             reason = _one_line(error) if error else "more lines kept arriving"
             log.warning("execution %s: %d job log lines%s could not be written: %s",
@@ -285,18 +247,10 @@ class LogFlusher:
         """At shutdown: flush until everything is written or ``deadline`` (a
         :func:`time.monotonic` value) passes. What is left is dropped and reported at
         WARNING. Returns the number of lines lost."""
-        with self._lock:  # the executions still running lose their tails now
-            for execution_id in list(self._dropped):
-                marker = self._truncation(execution_id)
-                if marker is not None:
-                    self._lines.setdefault(execution_id, []).append(marker)
-                    self._buffered += 1
         while True:
             if self.flush():
                 with self._lock:
                     if not self._lines and not self._progress:
-                        self._counts.clear()
-                        self._dropped.clear()
                         return 0
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -308,8 +262,6 @@ class LogFlusher:
                 [e for e in self._progress if e not in self._lines])
             self._lines.clear()
             self._progress.clear()
-            self._counts.clear()
-            self._dropped.clear()
             self._buffered = 0
         if lost or executions:
             log.warning("shutdown: %d job log lines of %d executions could not be written "
@@ -339,11 +291,6 @@ class LogFlusher:
                     if excess <= 0:
                         break
             self._buffered = total
-
-    def _forget(self, execution_id: int) -> None:
-        with self._lock:
-            self._counts.pop(execution_id, None)
-            self._dropped.pop(execution_id, None)
 
 
 def _one_line(exc: Any) -> str:

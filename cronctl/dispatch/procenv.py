@@ -7,7 +7,7 @@ import errno
 import json
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC
 
 from cronctl.dispatch.base import DispatchRequest
@@ -20,9 +20,13 @@ def scheduled_iso(request: DispatchRequest) -> str:
     return text + "Z"
 
 
-def command_env(request: DispatchRequest, target: CommandTarget) -> dict[str, str]:
-    """``os.environ`` + the job's ``env`` + the ``CRONCTL_*`` variables (these win)."""
+def command_env(request: DispatchRequest, target: CommandTarget,
+                account: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``os.environ`` + ``account`` (``HOME``, ``USER``, ``LOGNAME``, ``SHELL`` of the
+    job's ``user``) + the job's ``env`` + the ``CRONCTL_*`` variables (these win)."""
     env = dict(os.environ)
+    if account:
+        env.update(account)
     env.update(target.env)
     env.update(
         CRONCTL_JOB_ID=request.job.id,
@@ -38,13 +42,26 @@ def command_env(request: DispatchRequest, target: CommandTarget) -> dict[str, st
 
 
 def exit_text(returncode: int) -> str:
-    if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
-        return f"killed by {name}"
-    return f"exit code {returncode}"
+    name = signal_name(returncode)
+    return f"exit code {returncode}" if name is None else f"killed by {name}"
+
+
+def signal_name(returncode: int) -> str | None:
+    """The name of the signal that ended a child (``returncode < 0``), else ``None``."""
+    if returncode >= 0:
+        return None
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+def unsent_kill_text(returncode: int) -> str:
+    """The error of a child that ended by itself: a SIGKILL the scheduler did not send
+    is most often the kernel's out-of-memory killer (or a memory cgroup)."""
+    if returncode == -signal.SIGKILL:
+        return "killed by SIGKILL (out of memory?)"
+    return exit_text(returncode)
 
 
 def spawn_error(exc: OSError, argv: list[str], target: CommandTarget) -> str:

@@ -30,6 +30,8 @@ from cronctl.context import JobContext
 from cronctl.dispatch.base import DispatchRequest, LogSink, Outcome, TargetUnresolved
 from cronctl.dispatch.interceptors import Interceptors
 from cronctl.dispatch.jobcontext import make_context
+from cronctl.dispatch.logbuffer import MAX_LINES_PER_EXECUTION
+from cronctl.dispatch.output import BoundedSink, OutputBudget
 from cronctl.dispatch.relay import Relay, Staged
 from cronctl.dispatch.workers import CancelFlag, WorkerPool
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, PythonTarget, ServiceTarget
@@ -126,6 +128,12 @@ class _Execution:
             if self.done or (self.abandoned and not force):
                 return False
             self.done = True
+        close = getattr(self.sink, "close", None)
+        if close is not None:  # the count of what was dropped, and the tail
+            try:
+                close()
+            except Exception:
+                log.exception("log sink raised; the end of the output was lost")
         if self._interceptors:
             self._interceptors.on_complete(self.ctx, outcome)
         try:
@@ -180,8 +188,10 @@ class PythonDispatcher:
         *,
         service_resolver: ServiceResolver | None = None,
         interceptors: Interceptors | None = None,
+        max_lines: int = MAX_LINES_PER_EXECUTION,
     ) -> None:
         self._pool = WorkerPool(max(1, max_workers), name="cronctl-job")
+        self._max_lines = max_lines  # [retention] max_log_lines
         self._resolve_service = service_resolver or _default_service_resolver
         self._interceptors = interceptors or Interceptors(())
         self._shapes: dict[Any, _CallShape] = {}
@@ -229,6 +239,7 @@ class PythonDispatcher:
     def start(
         self, request: DispatchRequest, sink: LogSink, on_done: Callable[[Outcome], None]
     ) -> PythonHandle:
+        sink = self._bounded(request, sink)
         ctx = make_context(request, sink, CancelFlag())
         execution = _Execution(request, sink, ctx, on_done, self._interceptors)
         handle = PythonHandle(execution)
@@ -251,6 +262,10 @@ class PythonDispatcher:
             execution.finish(Outcome(ExecutionStatus.FAILED, error=f"not started: {exc}"))
         return handle
 
+    def _bounded(self, request: DispatchRequest, sink: LogSink) -> BoundedSink:
+        """The attempt's log lines through its output budget (SPEC section 9)."""
+        return BoundedSink(sink, OutputBudget(request.job.output_limit, self._max_lines))
+
     def stage(self, request: DispatchRequest, sink: LogSink,
               on_done: Callable[[Outcome], None], staged: Staged) -> bool:
         """Make ``staged`` runnable by :attr:`relay` (a worker whose attempt ended runs it):
@@ -263,6 +278,7 @@ class PythonDispatcher:
             return False
         if shape.is_async:
             return False
+        sink = self._bounded(request, sink)
         execution = _Execution(request, sink, make_context(request, sink, CancelFlag()),
                                on_done, self._interceptors)
         staged.handle = PythonHandle(execution)

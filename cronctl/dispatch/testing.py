@@ -18,17 +18,12 @@ class RecordingSink:
     def __init__(self) -> None:
         self.lines: list[tuple[int, str]] = []
         self.progress_calls: list[tuple[float, float | None, str | None]] = []
-        self.discarded = 0
         self._cond = threading.Condition()
 
     def log(self, level: int, message: str) -> None:
         with self._cond:
             self.lines.append((level, message))
             self._cond.notify_all()
-
-    def discard(self, count: int) -> None:
-        with self._cond:
-            self.discarded += count
 
     def progress(self, done: float, total: float | None, message: str | None) -> None:
         with self._cond:

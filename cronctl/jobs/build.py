@@ -16,9 +16,10 @@ from typing import Any
 
 from cronctl.cron import CronExpression, CronSyntaxError, parse_cron
 from cronctl.durations import MAX_DURATION, MAX_DURATION_TEXT
-from cronctl.jobs import checks
+from cronctl.jobs import checks, sandbox
 from cronctl.jobs.convert import JOB_KEYS, SIMPLE, BadValue, to_command, to_text
 from cronctl.jobs.model import (
+    DEFAULT_OUTPUT_LIMIT,
     EPOCH,
     CommandTarget,
     DstFold,
@@ -37,7 +38,7 @@ from cronctl.jobs.violation import Violation, did_you_mean
 
 ID_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,200}")
 MAX_SECONDS = MAX_DURATION.total_seconds()
-_COMMAND_ONLY = ("shell", "env", "cwd")
+_COMMAND_ONLY = ("shell", "env", "cwd", "user", "group", "limits")
 _SCHEDULE_INPUTS = frozenset({"cron", "every", "anchor", "timezone", "dst_gap", "dst_fold",
                               "timeout", "misfire_policy"})
 
@@ -61,6 +62,7 @@ class BuildContext:
     tracked_default: bool = True
     base_dir: Path = field(default_factory=Path.cwd)
     check_targets: bool = True
+    output_limit_default: int = DEFAULT_OUTPUT_LIMIT  # [scheduler] output_limit
 
 
 @dataclass
@@ -127,7 +129,7 @@ def build_job(raw: RawJob, ctx: BuildContext) -> BuildResult:
         if key not in JOB_KEYS:
             violation(key, f"unknown key{did_you_mean(key, JOB_KEYS)}")
             continue
-        convert = SIMPLE.get(key)
+        convert = SIMPLE.get(key) or sandbox.SIMPLE.get(key)
         if convert is None:
             continue
         try:
@@ -141,6 +143,10 @@ def build_job(raw: RawJob, ctx: BuildContext) -> BuildResult:
         notify, problems = read_notify(values["notify"])
         for sub, message in problems:
             violation(f"notify.{sub}" if sub else "notify", message)
+
+    limits, problems = sandbox.read_limits(values.get("limits", {}))
+    for sub, message in problems:
+        violation(f"limits.{sub}" if sub else "limits", message)
 
     # -- the schedule: exactly one of cron / every ---------------------------------------
     expression: CronExpression | None = None
@@ -179,7 +185,12 @@ def build_job(raw: RawJob, ctx: BuildContext) -> BuildResult:
                 shell=bool(conv.get("shell", False)),
                 env=conv.get("env", {}),
                 cwd=str((ctx.base_dir / cwd).absolute()) if cwd else None,
+                user=conv.get("user"),
+                group=conv.get("group"),
+                limits=limits,
             )
+            for kind, key, message in sandbox.check_identity(target.user, target.group):
+                (violation if kind == "violation" else warning)(key, message)
     else:
         target = conv.get("target")
     if "command" not in values:
@@ -266,6 +277,8 @@ def build_job(raw: RawJob, ctx: BuildContext) -> BuildResult:
         dst_gap=dst_gap,
         dst_fold=dst_fold,
         late_after=conv.get("late_after"),
+        output_limit=conv.get("output_limit", ctx.output_limit_default),
+        long_running_after=conv.get("long_running_after"),
         notify=notify,
         source=raw.source,
     )

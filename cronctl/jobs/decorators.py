@@ -98,6 +98,8 @@ def cron_job(
     dst_fold: DstFold | str | None = None,
     late_after: Duration | None = None,
     notify: Mapping[str, Any] | None = None,
+    output_limit: int | str | None = None,
+    long_running_after: Duration | None = None,
 ) -> Callable[[F], F]:
     """Schedule an ``@operation`` of an ``@service`` class (SPEC section 2 keys).
 
@@ -133,6 +135,8 @@ def cron_job(
             "dst_fold": dst_fold,
             "late_after": late_after,
             "notify": notify,
+            "output_limit": output_limit,
+            "long_running_after": long_running_after,
         }.items()
         if value is not None
     }

@@ -167,6 +167,7 @@ def _load_sources(settings: JobSettings, *, now: datetime | None,
         registry=registry,
         memory_database=settings.memory_database,
         tracked_default=settings.tracked_default,
+        output_limit_default=settings.output_limit_default,
         base_dir=settings.base_dir,
     )
     built: dict[str, JobDefinition] = {}

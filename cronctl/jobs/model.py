@@ -67,6 +67,9 @@ class ExecutionStatus(_Choice):
     ABANDONED = "abandoned"
     CANCELLED = "cancelled"
     DEAD_LETTER = "dead_letter"
+    # Taken over by recovery while its outcome was unknown (its node stopped answering):
+    # never a guess such as failed (SPEC section 4).
+    LOST = "lost"
 
     @property
     def is_final(self) -> bool:
@@ -105,14 +108,45 @@ class PythonTarget:
 
 
 @dataclass(frozen=True, slots=True)
+class Limits:
+    """``limits = {...}`` of a command job (SPEC section 9): each one applied to the child
+    with ``setrlimit`` before exec; ``None`` leaves the scheduler's own limit."""
+
+    memory: int | None = None  # bytes of address space (RLIMIT_AS)
+    cpu_time: int | None = None  # seconds of CPU (RLIMIT_CPU)
+    open_files: int | None = None  # RLIMIT_NOFILE
+    processes: int | None = None  # RLIMIT_NPROC (per user; root is exempt)
+    file_size: int | None = None  # bytes a file may grow to (RLIMIT_FSIZE)
+
+    def __bool__(self) -> bool:
+        return any(v is not None for v in (self.memory, self.cpu_time, self.open_files,
+                                           self.processes, self.file_size))
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceUsage:
+    """What a finished child used, from ``wait4``: its exit code or the name of the
+    signal that ended it, user + system CPU of it and its reaped descendants, and its
+    peak resident set size."""
+
+    exit_code: int | None = None
+    signal: str | None = None  # e.g. "SIGKILL"
+    cpu_seconds: float | None = None
+    max_rss_bytes: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class CommandTarget:
     """A child process: ``argv`` run without a shell unless ``shell`` (then ``argv[0]`` is
-    the shell command line)."""
+    the shell command line). ``user``/``group``: who it runs as (SPEC section 9)."""
 
     argv: tuple[str, ...]
     shell: bool = False
     env: Mapping[str, str] = field(default_factory=dict)
     cwd: str | None = None
+    user: str | None = None
+    group: str | None = None
+    limits: Limits = Limits()
 
     def __str__(self) -> str:
         import shlex
@@ -126,6 +160,8 @@ Target = ServiceTarget | PythonTarget | CommandTarget
 # --- the definition ----------------------------------------------------------------
 
 EPOCH = datetime.fromisoformat("1970-01-01T00:00:00+00:00")
+DEFAULT_OUTPUT_LIMIT = 1024 * 1024  # [scheduler] output_limit
+AUTO_LONG_RUNNING = "auto"  # long_running_after = "auto"
 
 
 # slots: no per-instance __dict__ (~400 bytes a job; 100,000 jobs stay resident in `run`)
@@ -165,6 +201,10 @@ class JobDefinition:
     dst_gap: DstGap = DstGap.AUTO
     dst_fold: DstFold = DstFold.AUTO
     late_after: timedelta | None = None  # not started this long after planned: "late"
+    # Output kept per execution (SPEC section 9): the first and the last half of it.
+    output_limit: int = DEFAULT_OUTPUT_LIMIT
+    # Running longer than this raises "long_running"; AUTO_LONG_RUNNING: from its history.
+    long_running_after: timedelta | str | None = None
     notify: NotifySpec | None = None  # the job's own notify table (over the global one)
     source: str = ""  # where it was defined: "jobs.d/a.toml:12" or "pkg.mod:Class.method"
 

@@ -27,4 +27,5 @@ class JobSettings:
     jobs_dir_required: bool = True
     memory_database: bool = False
     tracked_default: bool = True
+    output_limit_default: int = 1024 * 1024  # [scheduler] output_limit
     python_path: tuple[Path, ...] = ()

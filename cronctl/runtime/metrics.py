@@ -36,7 +36,7 @@ from cronctl.core.timing import ScheduleLike
 from cronctl.errors import ConfigError
 from cronctl.jobs.model import ExecutionStatus, JobDefinition
 from cronctl.runtime.fire.records import Run
-from cronctl.store.base import Store
+from cronctl.store.base import ExecutionRecord, Store
 
 log = logging.getLogger("cronctl.runtime")
 
@@ -44,6 +44,10 @@ log = logging.getLogger("cronctl.runtime")
 # full, a minute and more when fires wait for the store.
 LATENESS_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
                     10.0, 30.0, 60.0, 300.0)
+# What finished commands used (SPEC section 9): from a shell one-liner to hours of CPU, and
+# from a few megabytes to many gigabytes of resident memory.
+CPU_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0)
+RSS_BUCKETS = tuple(float(2**n) for n in range(20, 37, 2))  # 1 MiB ... 64 GiB
 LOOP_STALE = 10.0  # seconds without a loop beat before /healthz calls the scheduler stalled
 _SKIPPED_ELSEWHERE = (SkipReason.REMOVED, SkipReason.MISFIRE)  # not a record / see missed
 
@@ -76,6 +80,12 @@ class Metrics:
                                    "Start minus planned instant (plus jitter; a retry: its "
                                    "due time) of dispatched attempts.",
                                    buckets=LATENESS_BUCKETS, registry=r)
+        self._cpu = Histogram("cronctl_execution_cpu_seconds",
+                              "User + system CPU of finished commands and their reaped "
+                              "descendants.", buckets=CPU_BUCKETS, registry=r)
+        self._rss = Histogram("cronctl_execution_max_rss_bytes",
+                              "Peak resident set size of finished commands.",
+                              buckets=RSS_BUCKETS, registry=r)
         Gauge("cronctl_running_executions", "Attempts running on this node.",
               registry=r).set_function(lambda: float(running()))
         self._waiting = Gauge("cronctl_waiting_fires",
@@ -150,6 +160,12 @@ class Metrics:
 
     def finished(self, run: Run, status: ExecutionStatus, error: str | None) -> None:
         self._ended(run.job.id, status)
+        usage = run.usage
+        if usage is not None:
+            if usage.cpu_seconds is not None:
+                self._cpu.observe(usage.cpu_seconds)
+            if usage.max_rss_bytes is not None:
+                self._rss.observe(usage.max_rss_bytes)
 
     def interrupted(self, a: CloseInterrupted) -> None:
         self._ended(a.job_id, a.status)
@@ -167,6 +183,9 @@ class Metrics:
         if a.reason in _SKIPPED_ELSEWHERE:
             return
         self._skip(a.job_id, a.reason.value, getattr(a, "count", 1))
+
+    def fenced(self, row: ExecutionRecord, status: ExecutionStatus, at: datetime) -> None:
+        return None
 
     def missed(self, a: Missed) -> None:
         if a.dropped:

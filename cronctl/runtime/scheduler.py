@@ -50,6 +50,7 @@ from cronctl.runtime.logsetup import ids
 from cronctl.runtime.observers import watch_for
 from cronctl.runtime.polls import StorePolls
 from cronctl.runtime.pruning import Pruner
+from cronctl.runtime.supervision import supervised
 from cronctl.runtime.systemd import Notifier, SystemdNotifier
 from cronctl.store.base import Store
 
@@ -89,7 +90,8 @@ class Scheduler:
         if dispatcher is None:
             from cronctl.dispatch import default_dispatcher
 
-            dispatcher = default_dispatcher(config.max_concurrent_jobs)
+            dispatcher = default_dispatcher(config.max_concurrent_jobs,
+                                            max_log_lines=config.retention.max_log_lines)
         self.dispatcher: Dispatcher = dispatcher
         self._jobs = tuple(jobs)
         self._ttl = config.heartbeat_interval * 3
@@ -97,8 +99,7 @@ class Scheduler:
         self.core = SchedulerCore(self._jobs, max_concurrent_jobs=config.max_concurrent_jobs,
                                   clock_skew_limit=config.clock_skew_limit,
                                   durable=store.persistent)
-        self.flusher = LogFlusher(store, clock=self.clock,
-                                  max_per_execution=config.retention.max_log_lines)
+        self.flusher = LogFlusher(store, clock=self.clock)
         self.io = IoWorker()
         self.health = DatabaseHealth(check=self._probe_store, later=self.io.after,
                                      back=lambda: self._inbox.put(StoreBack()))
@@ -116,7 +117,8 @@ class Scheduler:
             beat = min(beat, store.beat_interval)
         self.liveness = Liveness(
             store, node_id=config.node_id, ttl=self._ttl, beat_every=beat, clock=self.clock,
-            jobs=lambda: {j.id: j for j in self._jobs}, heartbeat=self.polls.heartbeat,
+            jobs=lambda: {j.id: j for j in self._jobs},
+            heartbeat=supervised(self.dispatcher, store, self._ttl, beat, self.polls.heartbeat),
             recover=lambda rows, ends: self._inbox.put(Recover(rows, ends)),
             unavailable=self.health.failed, down=lambda: self.health.down)
         f = self.firing

@@ -154,6 +154,13 @@ class FirePath(Protocol):
         transaction (a refused one releases nothing: they may be another claimant's)."""
         ...
 
+    def record_fenced(self, execution_id: int, status: ExecutionStatus, at: datetime) -> bool:
+        """Keep ``status``, a final status the store refused as stale (the attempt was
+        taken over, SPEC section 4), beside the row's own: ``fenced_status`` and
+        ``fenced_at``. The first one kept stays; the row's status never changes. False
+        when there is no such row or one was kept already."""
+        ...
+
     # --- guard locks (cluster-wide serial groups and single_instance overlap) ----------
 
     def insert_guarded(self, rows: Sequence[NewExecution]

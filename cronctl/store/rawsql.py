@@ -40,6 +40,8 @@ PG_CHUNK = 1000  # rows per multi-row INSERT (13 parameters each, far below the 
 SQLITE_CHUNK = 999 // len(_COLUMNS)
 _RETURNED = ", job_id, occurrence_id, scope, attempt"
 
+_USAGE = ("UPDATE job_executions SET exit_code = ?, signal = ?, cpu_seconds = ?, "
+          "max_rss_bytes = ? WHERE id = ?")
 _CURSOR_UPSERT = (
     'INSERT INTO job_schedules (job_id, "cursor") VALUES (?, ?) ON CONFLICT (job_id) '
     'DO UPDATE SET "cursor" = excluded."cursor" '
@@ -214,12 +216,12 @@ class RawSql(ReadQueries):
         for the job (on PostgreSQL the others wait on the lock's key, not on the token),
         so the job's tokens rise in the order its lock changes hands."""
         out: list[int | Fenced | str | None] = [None] * len(rows)
-        plain = [i for i, r in enumerate(rows) if not r.locks]
+        plain = [i for i, r in enumerate(rows) if not r.locks and not r.fenced]
         if plain:
             for i, new_id in zip(plain, self.insert_executions(cur, [rows[i] for i in plain]),
                                  strict=True):
                 out[i] = new_id
-        guarded = sorted((i for i, r in enumerate(rows) if r.locks),
+        guarded = sorted((i for i, r in enumerate(rows) if r.locks or r.fenced),
                          key=lambda i: sorted(rows[i].locks))
         for i in guarded:
             r = rows[i]
@@ -297,6 +299,11 @@ class RawSql(ReadQueries):
                  if ok and c.new in _FINAL]
         if ended:
             self.release_executions(cur, ended)
+        used = [(u.exit_code, u.signal, u.cpu_seconds, u.max_rss_bytes, c.execution_id)
+                for c, ok in zip(changes, out, strict=True)
+                if ok and (u := c.usage) is not None]
+        if used:  # (the figures ride with the status that happened, in its transaction)
+            cur.executemany(self.sql(_USAGE), used)
         return out
 
     def _transitions(self, cur: Any, changes: Sequence[Transition]) -> list[bool]:

@@ -47,7 +47,8 @@ EXECUTION_COLUMNS = (
     "id", "job_id", "occurrence_id", "scheduled_at", "attempt", "scope", "node_id", "origin",
     "status", "target", "fencing_token", "created_at", "started_at", "finished_at", "error",
     "progress_done", "progress_total", "progress_message", "cancel_requested", "pgid",
-    "process_start")
+    "process_start", "exit_code", "signal", "cpu_seconds", "max_rss_bytes", "fenced_status",
+    "fenced_at")
 _EXECUTIONS = f"SELECT {', '.join(EXECUTION_COLUMNS)} FROM job_executions"
 _SKIPS = ("SELECT id, job_id, scope, first_at, last_at, count, reason, node_id, created_at, "
           "detail FROM skip_records")
@@ -179,7 +180,12 @@ class ReadQueries:
             progress_done=None if r[15] is None else float(r[15]),
             progress_total=None if r[16] is None else float(r[16]),
             progress_message=r[17], cancel_requested=bool(r[18]),
-            pgid=None if r[19] is None else int(r[19]), process_start=r[20])
+            pgid=None if r[19] is None else int(r[19]), process_start=r[20],
+            exit_code=None if r[21] is None else int(r[21]), signal=r[22],
+            cpu_seconds=None if r[23] is None else float(r[23]),
+            max_rss_bytes=None if r[24] is None else int(r[24]),
+            fenced_status=None if r[25] is None else ExecutionStatus(r[25]),
+            fenced_at=at(r[26]))
 
     def _executions(self, cur: Any, text: str, params: Sequence[Any] = ()
                     ) -> list[ExecutionRecord]:

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from cronctl.errors import StoreError
-from cronctl.jobs.model import ExecutionStatus, Origin
+from cronctl.jobs.model import ExecutionStatus, Origin, ResourceUsage
 
 # --- errors ----------------------------------------------------------------------------
 
@@ -86,6 +86,14 @@ class ExecutionRecord:
     cancel_requested: bool = False
     pgid: int | None = None  # a command's process group (its leader's pid)
     process_start: str | None = None  # the leader's identity (cronctl.processes)
+    # How a command ended and what it used (SPEC section 9), with its final status.
+    exit_code: int | None = None
+    signal: str | None = None
+    cpu_seconds: float | None = None
+    max_rss_bytes: int | None = None
+    # A final status refused as stale (its attempt was taken over), kept beside it.
+    fenced_status: ExecutionStatus | None = None
+    fenced_at: datetime | None = None
 
     @property
     def occurrence_began(self) -> bool:
@@ -207,6 +215,7 @@ class Transition:
     started_at: datetime | None = None
     finished_at: datetime | None = None
     fencing_token: int | None = None
+    usage: ResourceUsage | None = None  # a command's figures, written if the change happens
 
 
 @dataclass(frozen=True, slots=True)

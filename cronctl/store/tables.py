@@ -103,6 +103,14 @@ job_executions = sa.Table(
     # recovery on the same host can end what an interrupted attempt left running.
     sa.Column("pgid", sa.Integer(), nullable=True),
     sa.Column("process_start", sa.String(PROCESS_IDENT_LEN), nullable=True),
+    # How a command ended and what it used, written with its final status (0012).
+    sa.Column("exit_code", sa.Integer(), nullable=True),
+    sa.Column("signal", sa.String(16), nullable=True),
+    sa.Column("cpu_seconds", sa.Float(), nullable=True),
+    sa.Column("max_rss_bytes", sa.BigInteger(), nullable=True),
+    # A final status refused as stale (the attempt was taken over): kept, not applied.
+    sa.Column("fenced_status", sa.String(16), nullable=True),
+    sa.Column("fenced_at", UtcDateTime(), nullable=True),
     # The election: a second row for the same occurrence, scope and attempt is impossible.
     sa.UniqueConstraint("job_id", "occurrence_id", "scope", "attempt"),
     # One index per filter of the read commands (job, status, planned time), each ending

@@ -24,7 +24,7 @@ from acc_helpers import (
 COMMANDS = [("validate",), ("list",), ("next",), ("run",), ("trigger",), ("cancel",),
             ("logs",), ("history",), ("db",), ("db", "upgrade"), ("db", "current"),
             ("init",), ("systemd-unit",), ("replay",), ("pause",), ("resume",), ("status",)]
-STATUSES = {"pending", "running", "succeeded", "failed", "abandoned", "cancelled",
+STATUSES = {"pending", "running", "succeeded", "failed", "abandoned", "cancelled", "lost",
             "dead_letter"}
 ORIGINS = {"cron", "misfire", "replay", "manual"}
 

@@ -5,6 +5,7 @@ groups, spawn failures. Every wait is on an event with a timeout."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import sys
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from cronctl.dispatch.command import MAX_BYTES, CommandDispatcher
+from cronctl.dispatch.command import CommandDispatcher
 from cronctl.dispatch.testing import OutcomeRecorder, RecordingSink, request_for
 from cronctl.jobs.model import CommandTarget, ExecutionStatus, JobDefinition, Origin
 
@@ -111,37 +112,49 @@ def test_stdout_is_info_and_stderr_is_warning(dispatcher: CommandDispatcher) -> 
     assert sorted(sink.lines) == sorted([(20, "out"), (30, "err"), (20, "tail")])
 
 
-def test_many_lines_go_to_the_sink_which_caps_them(dispatcher: CommandDispatcher) -> None:
-    # Far more than the pipe buffer; the line cap is the log sink's ([retention]
-    # max_log_lines), so the dispatcher passes every line of a short-lined output on.
+def test_many_lines_keep_the_first_and_the_last_half(dispatcher: CommandDispatcher) -> None:
+    # Far more than the pipe buffer and than [retention] max_log_lines (10,000 here):
+    # the first 5,000 lines, one line counting the middle, the last 5,000.
     code = "import sys\nfor i in range(15000): sys.stdout.write(f'line {i}\\n')"
     sink, done = run(dispatcher, job(PY, "-c", code))
     assert done.wait().status is ExecutionStatus.SUCCEEDED
-    assert sink.messages == [f"line {i}" for i in range(15000)]
-    assert sink.discarded == 0
+    dropped = sum(len(f"line {i}\n") for i in range(5000, 10000))
+    assert sink.messages == ([f"line {i}" for i in range(5000)]
+                             + [f"… 5000 lines ({dropped} bytes) dropped …"]
+                             + [f"line {i}" for i in range(10000, 15000)])
+    assert sink.lines[5000][0] == logging.WARNING
 
 
-def test_byte_budget_keeps_1_mib_and_counts_the_rest_exactly(
-    dispatcher: CommandDispatcher,
-) -> None:
-    # 40 lines of 60,000 bytes on stdout, 3 short ones on stderr at the end, and a last
-    # line without a newline split over reads: 17 fit in 1 MiB; every other line is
-    # drained (else the child would block) and counted once.
-    code = ("import sys\nfor i in range(40): sys.stdout.write('x' * 60000 + '\\n')\n"
-            "sys.stdout.flush()\nsys.stderr.write('a\\nb\\nc\\n')\n"
-            "sys.stdout.write('y' * 200000)")
+def test_output_limit_keeps_half_a_mib_at_each_end(dispatcher: CommandDispatcher) -> None:
+    # 40 lines of 60,000 bytes, then 200,000 bytes without a newline (split into 64 KiB
+    # pieces): 8 lines fit in the first half of 1 MiB, the pieces and 5 lines in the last.
+    code = ("import sys\nfor i in range(40): sys.stdout.write(f'{i:02d}' + 'x' * 59998 + "
+            "'\\n')\nsys.stdout.write('y' * 200000)")
     sink, done = run(dispatcher, job(PY, "-c", code))
     assert done.wait().status is ExecutionStatus.SUCCEEDED
     kept = sink.messages
-    assert sum(len(m) + 1 for m in kept) <= MAX_BYTES
-    assert len(kept) == 17 and set(kept) == {"x" * 60000}
-    assert sink.discarded == 40 - 17 + 3 + 1
+    assert [m[:2] for m in kept[:8]] == [f"{i:02d}" for i in range(8)]
+    assert kept[8] == f"… 27 lines ({27 * 60001} bytes) dropped …"
+    assert [m[:2] for m in kept[9:14]] == [f"{i:02d}" for i in range(35, 40)]
+    assert [len(m) for m in kept[14:]] == [65536, 65536, 65536, 200000 - 3 * 65536]
+    assert set("".join(kept[14:])) == {"y"}
+
+
+def test_a_smaller_output_limit(dispatcher: CommandDispatcher) -> None:
+    code = "for i in range(1000): print(f'{i:04d}')"  # 5 bytes a line
+    sink, done = run(dispatcher, replace(job(PY, "-c", code), output_limit=1024))
+    assert done.wait().status is ExecutionStatus.SUCCEEDED
+    head, tail = sink.messages[:102], sink.messages[103:]
+    assert head == [f"{i:04d}" for i in range(102)]  # 102 * 5 <= 512 bytes
+    assert sink.messages[102] == f"… {1000 - 204} lines ({(1000 - 204) * 5} bytes) dropped …"
+    assert tail == [f"{i:04d}" for i in range(898, 1000)]
 
 
 @pytest.mark.parametrize(("script", "error", "code"), [
     ("exit 0", None, 0),
     ("exit 3", "exit code 3", 3),
-    ("kill -9 $$", "killed by SIGKILL", -9),
+    ("kill -9 $$", "killed by SIGKILL (out of memory?)", -9),  # not sent by cronctl
+    ("kill -TERM $$", "killed by SIGTERM", -15),
 ])
 def test_exit_codes(dispatcher: CommandDispatcher, script: str, error: str | None,
                     code: int) -> None:

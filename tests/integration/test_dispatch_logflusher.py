@@ -176,52 +176,6 @@ def test_buffer_cap_while_the_database_is_away(
     assert any("15 job log lines were dropped" in r.getMessage() for r in caplog.records)
 
 
-def test_per_execution_line_cap_counts_exactly_what_was_dropped(store: Store) -> None:
-    flusher = LogFlusher(store, max_per_execution=5)
-    eid, other = new_execution(store, 1), new_execution(store, 2)
-    sink = flusher.sink_for(eid)
-    for i in range(8):
-        sink.log(logging.INFO, f"{i}")
-        if i == 3:
-            assert flusher.flush()  # lines before and after a flush count alike
-    sink.discard(4)  # lines a dispatcher did not pass on (a command's output over 1 MiB)
-    flusher.sink_for(other).log(logging.INFO, "alone")
-    flusher.drain(eid)
-    flusher.drain(other)
-    lines = store.read_logs(eid)
-    assert [x.message for x in lines[:5]] == ["0", "1", "2", "3", "4"]
-    assert len(lines) == 6
-    assert lines[-1].level == "WARNING"
-    assert lines[-1].message.startswith("[cronctl] 7 more log lines were discarded")
-    assert "max_log_lines = 5" in lines[-1].message
-    assert messages(store, other) == ["alone"]  # under the cap: no truncation line
-
-
-def test_truncation_lines_of_running_executions_are_written_at_shutdown(store: Store) -> None:
-    flusher = LogFlusher(store, max_per_execution=2)
-    eid = new_execution(store, 1)
-    sink = flusher.sink_for(eid)
-    for i in range(10):
-        sink.log(logging.INFO, f"{i}")
-    assert flusher.drain_all(time.monotonic() + 5) == 0
-    assert messages(store, eid)[:2] == ["0", "1"]
-    assert messages(store, eid)[2].startswith("[cronctl] 8 more log lines were discarded")
-    assert len(messages(store, eid)) == 3
-
-
-def test_truncation_line_survives_a_failed_drain(store: Store) -> None:
-    counting = CountingStore(store)
-    flusher = LogFlusher(counting, max_per_execution=1)  # type: ignore[arg-type]
-    eid = new_execution(store, 1)
-    sink = flusher.sink_for(eid)
-    for i in range(3):
-        sink.log(logging.INFO, f"{i}")
-    counting.fail_appends = 1
-    assert flusher.drain(eid, rounds=2)
-    assert messages(store, eid) == ["0", messages(store, eid)[1]]
-    assert "2 more log lines" in messages(store, eid)[1]
-
-
 def test_concurrent_sinks_and_flushes_keep_every_line_in_order(store: Store) -> None:
     flusher = LogFlusher(store)
     eids = [new_execution(store, n) for n in range(4)]

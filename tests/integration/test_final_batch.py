@@ -54,3 +54,23 @@ def test_a_restamp_and_its_final_status_in_one_flush(tmp_path: Path) -> None:
         assert store.get_execution(a) == ra
     finally:
         store.close()
+
+
+def test_a_fenced_final_status_is_kept_on_the_row_and_told(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'state.db'}", node_id="n1")
+    try:
+        batch = _batch(store, [])
+        told: list[tuple[int, S, S | None, datetime]] = []
+        batch.on_fenced = lambda row, status, at: told.append(
+            (row.id, status, row.fenced_status, at))
+        eid = _running(store, "a")
+        # another node took the attempt over: recorded lost, with a newer token elsewhere
+        assert store.transition(eid, S.RUNNING, S.LOST, error="lost", finished_at=T1)
+        batch.add(eid, S.SUCCEEDED, None, 3)
+        batch.flush()
+        row = store.get_execution(eid)
+        assert row is not None
+        assert (row.status, row.fenced_status, row.fenced_at) == (S.LOST, S.SUCCEEDED, T2)
+        assert told == [(eid, S.SUCCEEDED, S.SUCCEEDED, T2)]
+    finally:
+        store.close()

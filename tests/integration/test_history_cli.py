@@ -23,7 +23,8 @@ from cronctl.store import Store, open_store
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 HISTORY_KEYS = {"id", "job", "occurrence_id", "scheduled_at", "started_at", "finished_at",
-                "status", "attempt", "node", "origin", "error"}
+                "status", "attempt", "node", "origin", "error", "exit_code", "signal",
+                "cpu_seconds", "max_rss_bytes", "fenced_status", "fenced_at"}
 
 
 def build_app() -> typer.Typer:
@@ -124,7 +125,8 @@ def test_history_json_shape_and_order(env: Env) -> None:
         "finished_at": (NOW - timedelta(minutes=60, seconds=-3)).isoformat().replace(
             "+00:00", "Z"),
         "status": "failed", "attempt": 1, "node": "node-a", "origin": "cron",
-        "error": "exit code 2",
+        "error": "exit code 2", "exit_code": None, "signal": None, "cpu_seconds": None,
+        "max_rss_bytes": None, "fenced_status": None, "fenced_at": None,
     }
     assert rows[0]["finished_at"] is None and rows[0]["error"] is None
 
@@ -184,6 +186,47 @@ def test_history_plain_text_when_piped(env: Env) -> None:
     assert "backup" in row and "failed" in row
     assert "line one line two\\x1b[31m" in row  # control characters escaped
     assert "\x1b" not in run.stdout
+
+
+def test_history_shows_what_a_command_used(env: Env) -> None:
+    from cronctl.jobs.model import ResourceUsage
+    from cronctl.store.records import Transition
+
+    eid = env.execution("backup", 5, ExecutionStatus.RUNNING)
+    usage = ResourceUsage(exit_code=None, signal="SIGKILL", cpu_seconds=1.25,
+                          max_rss_bytes=64 * 1024**2)
+    assert env.store.transitions([Transition(
+        eid, ExecutionStatus.RUNNING, ExecutionStatus.FAILED,
+        "killed by SIGKILL (out of memory?)", finished_at=NOW, usage=usage)]) == [True]
+    other = env.execution("report", 4, ExecutionStatus.RUNNING)
+    refused = Transition(other, ExecutionStatus.PENDING, ExecutionStatus.SUCCEEDED,
+                         usage=ResourceUsage(exit_code=0, cpu_seconds=9.0))
+    assert env.store.transitions([refused]) == [False]  # no status change: no figures
+    rows = {r["id"]: r for r in env.cli("history", "--json").json()["executions"]}
+    assert {k: rows[eid][k] for k in ("exit_code", "signal", "cpu_seconds",
+                                      "max_rss_bytes")} == {
+        "exit_code": None, "signal": "SIGKILL", "cpu_seconds": 1.25,
+        "max_rss_bytes": 64 * 1024**2}
+    assert rows[other]["cpu_seconds"] is None
+    wide = env.cli("history", "--wide").stdout.splitlines()
+    assert wide[0].split()[-5:] == ["EXIT", "SIGNAL", "CPU", "MAX", "RSS"]
+    row = next(line for line in wide if line.startswith(str(eid)))
+    assert row.split()[-4:] == ["-", "SIGKILL", "1.25s", "64.0M"]
+    narrow = env.cli("history").stdout.splitlines()
+    assert "SIGNAL" not in narrow[0]
+
+
+def test_history_shows_a_lost_attempt_and_its_late_final_status(env: Env) -> None:
+    lost = env.execution("backup", 5, ExecutionStatus.LOST, error="lost: its scheduler "
+                         "stopped before it finished; its outcome is unknown")
+    assert env.store.record_fenced(lost, ExecutionStatus.SUCCEEDED, NOW)
+    [row] = env.cli("history", "--json").json()["executions"]
+    assert (row["status"], row["fenced_status"]) == ("lost", "succeeded")
+    assert row["fenced_at"] == NOW.isoformat().replace("+00:00", "Z")
+    shown = env.cli("history", "--wide").stdout
+    assert "lost" in shown
+    assert "attempt 1 on node-a: succeeded after its lease expired; not counted" in shown
+    assert env.cli("history", "--status", "lost", "--json").json()["executions"][0]["id"] == lost
 
 
 def test_history_errors_and_exit_codes(env: Env) -> None:

@@ -72,7 +72,7 @@ command = ["sh", "-c", "echo $CRONCTL_EXECUTION_ID $$ >> {pids}; exec sleep 30"]
                 times["recovered"] = now
             time.sleep(0.02)
         old, new = store.executions_of_occurrence("long", victim.occurrence_id)
-        assert (old.id, old.status) == (victim.id, ExecutionStatus.FAILED)
+        assert (old.id, old.status) == (victim.id, ExecutionStatus.LOST)
         assert (new.node_id, new.attempt) == (survivor, 2)
         assert old.finished_at is not None and new.started_at is not None
         assert old.finished_at <= new.started_at  # the attempts never overlap

@@ -49,7 +49,7 @@ command = ["sh", "-c", "echo $CRONCTL_OCCURRENCE_ID $$ >> {pids}; exec sleep 30"
         # heartbeat_interval 1s: A expires 3 s after its last heartbeat
         assert b.wait_for(recovered, timeout=10), b.text()
         old, new = store.executions_of_occurrence("long", victim.occurrence_id)
-        assert (old.id, old.status, old.attempt) == (victim.id, ExecutionStatus.FAILED, 1)
+        assert (old.id, old.status, old.attempt) == (victim.id, ExecutionStatus.LOST, 1)
         assert (new.node_id, new.attempt, new.scheduled_at) == ("node-b", 2,
                                                                  victim.scheduled_at)
         assert old.fencing_token is not None and new.fencing_token is not None

@@ -101,7 +101,7 @@ command = ["sh", "-c", "echo $$ >> {pids}; exec sleep 20"]
         first_pid = int(_wait_file(pids)[0])
         assert not pid_alive(first_pid)  # it died with its scheduler, not after 20 s
         old, new = rows[0], rows[1]
-        assert (old.id, old.status, new.attempt) == (victim.id, ExecutionStatus.FAILED, 2)
+        assert (old.id, old.status, new.attempt) == (victim.id, ExecutionStatus.LOST, 2)
         assert old.finished_at is not None and new.started_at is not None
         # Its real end: when its scheduler (and with it the command) died, before the
         # restart recovered it; never beside attempt 2.

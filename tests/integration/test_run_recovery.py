@@ -65,6 +65,11 @@ max_attempts = 3
         finally:
             store.close()
         assert rows[0].id == victim.id and rows[0].status is not ExecutionStatus.RUNNING
+        # its outcome is unknown: lost, not failed; the attempt recovery runs in its place
+        # carries a fencing token (every_instance attempts otherwise have none)
+        assert rows[0].status is ExecutionStatus.LOST and rows[0].fencing_token is None
+        assert rows[0].error is not None and rows[0].error.startswith("lost: ")
+        assert rows[1].attempt == victim.attempt + 1 and rows[1].fencing_token is not None
         assert [r.scheduled_at for r in rows] == [victim.scheduled_at] * len(rows)
     finally:
         if second is not None:

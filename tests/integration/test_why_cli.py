@@ -105,6 +105,18 @@ def test_why_ran_after_a_retry(project: Path, store: Store) -> None:
     assert doc["scheduled_at"].startswith(iso(MIN)[:19]) and "not a planned" in doc["detail"]
 
 
+def test_why_shows_a_lost_attempt_and_its_late_final_status(project: Path,
+                                                            store: Store) -> None:
+    lost = execution(store, MIN, 1, ExecutionStatus.LOST)
+    execution(store, MIN, 2, ExecutionStatus.SUCCEEDED)
+    assert store.record_fenced(lost, ExecutionStatus.SUCCEEDED, MIN + timedelta(seconds=40))
+    doc = why(project, "minutely", iso(MIN))
+    assert [(e["status"], e["fenced_status"]) for e in doc["executions"]] == [
+        ("lost", "succeeded"), ("succeeded", None)]
+    text = cli(project, "why", "minutely", iso(MIN)).stdout
+    assert "attempt 1 on n1: succeeded after its lease expired; not counted" in text
+
+
 @pytest.mark.parametrize("reason", ["overlap", "paused", "unresolved_target", "superseded",
                                     "expired"])
 def test_why_skipped_for_each_reason(project: Path, store: Store, reason: str) -> None:

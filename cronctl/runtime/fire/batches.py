@@ -12,9 +12,9 @@ import threading
 from collections.abc import Callable
 from datetime import datetime
 
-from cronctl.jobs.model import ExecutionStatus
+from cronctl.jobs.model import ExecutionStatus, ResourceUsage
 from cronctl.runtime.logsetup import ids
-from cronctl.store.base import SkipRun, Store, StoreUnavailable, Transition
+from cronctl.store.base import ExecutionRecord, SkipRun, Store, StoreUnavailable, Transition
 
 log = logging.getLogger("cronctl.runtime")
 _LIVE = (ExecutionStatus.PENDING, ExecutionStatus.RUNNING)
@@ -99,17 +99,25 @@ class FinalBatch:
         self._lock = threading.Lock()
         self._writing = threading.Lock()  # one write at a time (I/O thread or scheduler thread)
         self._pending: list[tuple[int, ExecutionStatus, str | None, int | None]] = []
+        self._usage: dict[int, ResourceUsage] = {}  # a command's figures, by execution
         self._starts: list[tuple[int, datetime]] = []
         self._restamps: list[tuple[int, datetime]] = []
         self._lost: set[int] = set()  # started here, but the row was not pending any more
+        # Told of each final status the store refused (the watch's ``fenced``; I/O thread).
+        self.on_fenced: Callable[[ExecutionRecord, ExecutionStatus, datetime], None] | None = (
+            None)
 
     def add(self, execution_id: int, status: ExecutionStatus, error: str | None,
-            token: int | None = None, *, prompt: bool = False) -> None:
+            token: int | None = None, *, prompt: bool = False,
+            usage: ResourceUsage | None = None) -> None:
         """``token``: the fencing token the attempt was claimed with (the store refuses
-        the final status if the row no longer carries it)."""
+        the final status if the row no longer carries it). ``usage``: a command's
+        figures, written with the status."""
         with self._lock:
             first = not self._pending and not self._starts
             self._pending.append((execution_id, status, error, token))
+            if usage is not None:
+                self._usage[execution_id] = usage
         if first or prompt:
             self._schedule(prompt)
 
@@ -170,7 +178,7 @@ class FinalBatch:
             if eid in self._lost:  # its start was refused: the row is someone else's
                 self._lost.discard(eid)
                 self._drain(eid)
-                report_fenced(self._store, eid, status, token)
+                self._fenced(eid, status, token)
                 continue
             when = begun.pop(eid, None)
             if when is not None:
@@ -182,13 +190,17 @@ class FinalBatch:
                    for eid, when in begun.items()]
         changes += [Transition(eid, ExecutionStatus.RUNNING, ExecutionStatus.RUNNING,
                                started_at=when) for eid, when in stamped.items()]
+        with self._lock:
+            usage = {eid: self._usage.pop(eid) for eid, *_r in finals if eid in self._usage}
         changes += [Transition(eid, _PENDING if pending else _LIVE, status, error, when, at,
-                               token) for eid, status, error, token, when, pending in finals]
+                               token, usage.get(eid))
+                    for eid, status, error, token, when, pending in finals]
         try:
             done = self._store.transitions(changes)
         except StoreUnavailable:
             with self._lock:  # (the fenced ones were reported already)
                 self._pending[:0] = [(e, st, err, tok) for e, st, err, tok, _w, _p in finals]
+                self._usage.update(usage)
                 self._starts[:0] = starts
                 self._restamps[:0] = restamps
             raise
@@ -205,19 +217,32 @@ class FinalBatch:
                 finals, done[len(begun) + len(stamped):], strict=True):
             self._drain(eid)
             if not ok:
-                report_fenced(self._store, eid, status, token)
+                self._fenced(eid, status, token)
+
+    def _fenced(self, execution_id: int, status: ExecutionStatus, token: int | None) -> None:
+        """A final status refused as stale: logged, kept beside the row, and told."""
+        at = self._clock()
+        row = report_fenced(self._store, execution_id, status, token, at)
+        if row is not None and self.on_fenced is not None:
+            try:
+                self.on_fenced(row, status, at)
+            except Exception:
+                log.exception("fenced: reporting exec=%s failed", execution_id)
 
 
 def report_fenced(store: Store, execution_id: int, status: ExecutionStatus,
-                  token: int | None) -> None:
+                  token: int | None, at: datetime) -> ExecutionRecord | None:
     """The store refused the final status of an attempt this node ran: its row was
     closed (or claimed) elsewhere, by the recovery of a node that judged this one dead.
-    SPEC section 4 "Fencing": never silently; name both executions."""
+    SPEC section 4 "Fencing": never silently; name both executions, and keep the refused
+    status on the row (``fenced_status``, ``fenced_at``). Returns the row as it is now."""
     row = store.get_execution(execution_id)
     if row is None:
         log.warning("fenced: exec=%s ended %s here, but its row is gone", execution_id,
                     status.value)
-        return
+        return None
+    if store.record_fenced(execution_id, status, at):
+        row = store.get_execution(execution_id) or row
     newer = [r for r in store.executions_of_occurrence(row.job_id, row.occurrence_id)
              if r.attempt > row.attempt and r.scope_node == row.scope_node]
     where = (f"it was recovered elsewhere as exec={newer[-1].id} (attempt "
@@ -227,3 +252,4 @@ def report_fenced(store: Store, execution_id: int, status: ExecutionStatus,
                 "refused that final status: %s; the row stays %s", row.job_id,
                 execution_id, row.attempt, token, status.value, where, row.status.value,
                 extra=ids(row.job_id, execution_id))
+    return row

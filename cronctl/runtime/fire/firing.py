@@ -86,6 +86,7 @@ class Firing(RowWrites):
         self.cursors = self.handled.cursors
         self.finals = FinalBatch(store, io.submit, flusher.drain, clock, later=io.after,
                                  delay=FINAL_DELAY)
+        self.finals.on_fenced = lambda row, status, at: self.watch.fenced(row, status, at)
         self._fires: list[Fire] = []  # deferred to the end of the batch (see ``batch``)
         self._batching = 0
         self.stopping = False  # set by the Scheduler when a stop begins
@@ -117,7 +118,8 @@ class Firing(RowWrites):
             dispatcher, core=core, waiters=self.waiters, persistent=store.persistent,
             post=post, mono=mono, clock=clock, sink_of=self.sink_of,
             sink_for=flusher.sink_for, stopping=lambda: self.stopping,
-            store_down=lambda: self.health.down)
+            store_down=lambda: self.health.down,
+            owner=lambda eid: records.owner_check(store, eid, node_id, None))
 
     # --- the action loop -------------------------------------------------------------------
 
@@ -334,7 +336,9 @@ class Firing(RowWrites):
         spawned = (None if execution_id is None else
                    records.spawn_recorder(self.store, self.io.submit, execution_id))
         request = DispatchRequest(job, a.occurrence_id, a.planned, a.attempt, a.origin,
-                                  execution_id, r.token, on_spawn=spawned)
+                                  execution_id, r.token, on_spawn=spawned,
+                                  still_owner=records.owner_check(self.store, execution_id,
+                                                                  self.node_id, r.token))
         run = Run(a, job, execution_id, token=r.token)
         self.running[a.key] = run
         key = a.key
@@ -420,8 +424,11 @@ class Firing(RowWrites):
             key = self.relayed.outcome(key, outcome)
             if key is None:
                 return
-        if key not in self.running:
+        assert not isinstance(key, Staged)
+        run = self.running.get(key)
+        if run is None:
             return  # abandoned at its timeout already; this late result is ignored
+        run.usage = outcome.usage
         self.execute(self.core.on_complete(key, outcome.status, outcome.error, self.clock(),
                                            mono=self.mono(), retryable=outcome.retryable))
 
@@ -439,7 +446,8 @@ class Firing(RowWrites):
                         eid if eid is not None else "-", status.value,
                         f" error={error}" if error else "", extra=ids(run.job.id, eid))
         if eid is not None:
-            self.finals.add(eid, status, error, run.token, prompt=bool(locks_for(run.job)))
+            self.finals.add(eid, status, error, run.token, prompt=bool(locks_for(run.job)),
+                            usage=run.usage)
 
     def _abandon(self, a: Abandon) -> None:
         run = self.running.get(a.key)

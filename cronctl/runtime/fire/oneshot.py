@@ -86,12 +86,12 @@ def run_here(
     if dispatcher is None:
         from cronctl.dispatch import default_dispatcher
 
-        dispatcher = default_dispatcher(1)
+        dispatcher = default_dispatcher(1, max_log_lines=max_log_lines)
     planned = clock()
     beat = heartbeat_interval.total_seconds()
     if store.beat_interval is not None:
         beat = min(beat, store.beat_interval)
-    flusher = LogFlusher(store, clock=clock, max_per_execution=max_log_lines)
+    flusher = LogFlusher(store, clock=clock)
     ctx = _Context(job, store, dispatcher, flusher, node, occurrence_id(job.id, planned),
                    planned, clock, stop or threading.Event(), beat)
     try:

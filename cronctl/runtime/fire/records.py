@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 
 from cronctl.core import Fire
 from cronctl.dispatch.base import ExecutionHandle
-from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode
+from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode, ResourceUsage
 from cronctl.store.base import NewExecution, Store, group_lock, job_lock
 
 # How soon a fire blocked by a guard held on another node tries again: short enough that a
@@ -58,6 +58,7 @@ class Run:
     cancel_sent: bool = False
     token: int | None = None  # the fencing token the attempt was claimed with
     started: datetime | None = None  # when its handler started (set by the runtime)
+    usage: ResourceUsage | None = None  # a command's figures, from its outcome
 
 
 def spawn_recorder(store: Store, submit: Callable[[Callable[[], object]], None],
@@ -72,10 +73,32 @@ def spawn_recorder(store: Store, submit: Callable[[Callable[[], object]], None],
     return record
 
 
+def owner_check(store: Store, execution_id: int | None, node_id: str,
+                token: int | None) -> Callable[[], bool] | None:
+    """``JobContext.still_owner`` of a tracked attempt: its row is still ``running`` on
+    this node with the token it was claimed with (SPEC section 4). Reads the store on the
+    handler's thread, only when the handler asks."""
+    if execution_id is None or not store.persistent:
+        return None
+
+    def still_owner() -> bool:
+        row = store.get_execution(execution_id)
+        return (row is not None and row.status is ExecutionStatus.RUNNING
+                and row.node_id == node_id and row.fencing_token == token)
+    return still_owner
+
+
 def takes_token(job: JobDefinition) -> bool:
     """Whether an attempt of ``job`` carries a fencing token (taken with its guard lock,
     in the transaction that writes or claims its row)."""
     return job.mode is Mode.SINGLE_INSTANCE
+
+
+def fenced(r: Ready) -> bool:
+    """Whether the row of ``r`` takes a fencing token: every single_instance attempt, and
+    every attempt that recovery runs in place of an interrupted one (SPEC section 4: the
+    interrupted attempt's late final status is then refused against a real token)."""
+    return takes_token(r.job) or r.fire.recovered_from is not None
 
 
 def new_rows(tracked: list[Ready], node_id: str, now: datetime) -> list[NewExecution]:
@@ -85,4 +108,4 @@ def new_rows(tracked: list[Ready], node_id: str, now: datetime) -> list[NewExecu
         attempt=r.fire.attempt, origin=r.fire.origin, node_id=node_id,
         scope_node=None if takes_token(r.job) else node_id,
         fencing_token=r.token, target=str(r.job.target), status=ExecutionStatus.RUNNING,
-        started_at=now, created_at=now, locks=r.locks, fenced=takes_token(r.job)) for r in tracked]
+        started_at=now, created_at=now, locks=r.locks, fenced=fenced(r)) for r in tracked]

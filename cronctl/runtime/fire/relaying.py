@@ -60,8 +60,10 @@ class RelayedFires:
         clock: Callable[[], datetime], sink_of: Callable[[JobDefinition], LogSink],
         sink_for: Callable[[int], LogSink], stopping: Callable[[], bool],
         store_down: Callable[[], bool],
+        owner: Callable[[int], Callable[[], bool] | None] = lambda _eid: None,
     ) -> None:
         self._core = core
+        self._owner = owner  # JobContext.still_owner of a tracked relayed attempt
         self._waiters = waiters
         self._persistent = persistent
         self._post = post
@@ -149,7 +151,8 @@ class RelayedFires:
             if row == IN_FLIGHT:
                 continue
             del self._unready[occurrence]
-            request = DispatchRequest(job, occurrence, a.planned, 1, a.origin, row)
+            request = DispatchRequest(job, occurrence, a.planned, 1, a.origin, row,
+                                      still_owner=None if row is None else self._owner(row))
             if row is None or not stage(request, self._sink_for(row),
                                         partial(_posted, self._post, staged), staged):
                 self.close()  # (it and those behind it start the ordinary way)

@@ -18,7 +18,7 @@ from cronctl.errors import first_line
 from cronctl.jobs.model import ExecutionStatus, JobDefinition
 from cronctl.runtime.fire.batches import FinalBatch
 from cronctl.runtime.fire.handled import SCHEDULED, Handled
-from cronctl.runtime.fire.records import Ready, new_rows, takes_token
+from cronctl.runtime.fire.records import Ready, fenced, new_rows
 from cronctl.runtime.fire.retryrows import RetryRows
 from cronctl.runtime.fire.watch import Watch
 from cronctl.runtime.health import DatabaseHealth
@@ -84,7 +84,7 @@ class RowWrites:
         rows = new_rows(tracked, self.node_id, now)
         try:
             ids_: list[int | Fenced | str | None] = []
-            if any(row.locks for row in rows):
+            if any(row.locks or row.fenced for row in rows):
                 ids_ = self.store.insert_guarded(rows)
             elif rows:
                 ids_ = list(self.store.insert_executions(rows))
@@ -132,8 +132,8 @@ class RowWrites:
                 won: bool | Fenced | str = (
                     self.store.claim_guarded(r.row, node_id=self.node_id, fencing_token=None,
                                              started_at=now, locks=r.locks,
-                                             fence=r.job.id if takes_token(r.job) else None)
-                    if r.locks else
+                                             fence=r.job.id if fenced(r) else None)
+                    if r.locks or fenced(r) else
                     self.store.claim_execution(r.row, node_id=self.node_id,
                                                fencing_token=None, started_at=now))
             except StoreUnavailable as exc:
@@ -172,10 +172,12 @@ class RowWrites:
 
     def _close_interrupted(self, a: CloseInterrupted) -> None:
         ended = self.ended.pop(a.execution_id, None) or self.clock()
+        error = "lost: its scheduler stopped before it finished; its outcome is unknown"
+        if a.status is ExecutionStatus.DEAD_LETTER:
+            error += "; no attempt left"
         try:
-            won = self.store.transition(
-                a.execution_id, _LIVE, a.status, finished_at=ended,
-                error="interrupted: its scheduler stopped before it finished")
+            won = self.store.transition(a.execution_id, _LIVE, a.status, finished_at=ended,
+                                        error=error)
         except Exception as exc:
             won = False
             if isinstance(exc, StoreUnavailable):

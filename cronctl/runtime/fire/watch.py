@@ -15,6 +15,7 @@ from typing import Protocol, TypeVar
 from cronctl.core import CloseInterrupted, JobState, Missed, Skip
 from cronctl.jobs.model import ExecutionStatus
 from cronctl.runtime.fire.records import Run
+from cronctl.store.base import ExecutionRecord
 
 W = TypeVar("W")
 
@@ -45,13 +46,17 @@ class Watch(Protocol):
         """An attempt ended with a final status (``dead_letter`` for the last one)."""
 
     def interrupted(self, a: CloseInterrupted) -> None:
-        """A recovered execution was closed (``failed`` or ``dead_letter``) by this node."""
+        """A recovered execution was closed (``lost`` or ``dead_letter``) by this node."""
 
     def skipped(self, a: Skip) -> None:
         """A planned instant did not run (any reason but a misfire set: see ``missed``)."""
 
     def missed(self, a: Missed) -> None:
         """A misfire set was decided; ``a.dropped`` of its instants will not run."""
+
+    def fenced(self, row: ExecutionRecord, status: ExecutionStatus, at: datetime) -> None:
+        """The store refused ``status``, this node's final status of ``row``: the attempt
+        was taken over (SPEC section 4). Called on the I/O thread."""
 
 
 class NullWatch:
@@ -85,6 +90,9 @@ class NullWatch:
         return None
 
     def missed(self, a: Missed) -> None:
+        return None
+
+    def fenced(self, row: ExecutionRecord, status: ExecutionStatus, at: datetime) -> None:
         return None
 
 
@@ -139,6 +147,10 @@ class Fanout:
     def missed(self, a: Missed) -> None:
         for w in self.watches:
             w.missed(a)
+
+    def fenced(self, row: ExecutionRecord, status: ExecutionStatus, at: datetime) -> None:
+        for w in self.watches:
+            w.fenced(row, status, at)
 
 
 def find_watch(watch: Watch, kind: type[W]) -> W | None:

@@ -35,7 +35,8 @@ from cronctl.runtime.fire.records import Run
 from cronctl.runtime.logsetup import ids
 from cronctl.runtime.notify.delivery import Delivery
 from cronctl.runtime.notify.late import LateChecker
-from cronctl.store.base import Store
+from cronctl.runtime.notify.longrun import LongRunning
+from cronctl.store.base import ExecutionRecord, Store
 
 log = logging.getLogger("cronctl.runtime")
 
@@ -90,6 +91,7 @@ class Notifications:
         self._failing = False  # notify lanes: the last delivery failed
         self._late = LateChecker(store=store, handled=self._handled,
                                  occurrence_id=occurrence_id)
+        self._long = LongRunning(store=store)  # notify thread
         # The jobs the late check watches, worked out once per job set (a walk of 10,000
         # jobs each second was most of an idle scheduler's notification thread).
         self._watched: tuple[object, list[JobDefinition]] = (None, [])
@@ -124,6 +126,8 @@ class Notifications:
 
     def started(self, run: Run) -> None:
         fire = run.fire
+        if run.job.long_running_after is not None and self._wants(run.job, "long_running"):
+            self._put(("running", run, run.started or self._clock()))
         if fire.attempt != 1 or fire.origin not in _SCHEDULED:
             return
         self.handled(fire.job_id, fire.planned)
@@ -172,6 +176,12 @@ class Notifications:
         job = self._job_of(a.job_id)
         if a.dropped and job is not None and self._wants(job, "missed"):
             self._put(("missed", job, a, after, self._clock()))
+
+    def fenced(self, row: ExecutionRecord, status: ExecutionStatus, at: datetime) -> None:
+        """(I/O thread; the inbox is a thread-safe queue.)"""
+        job = self._job_of(row.job_id)
+        if job is not None and self._wants(job, "fenced"):
+            self._put(("fenced", job, row, status, at))
 
     def _spec(self, job: JobDefinition) -> NotifySpec | None:
         """The job's resolved notify, or None when it has nowhere to send to."""
@@ -239,7 +249,13 @@ class Notifications:
             self._route(item)
 
     def check_late(self) -> None:
-        """Look for late occurrences now (the thread does, once a second)."""
+        """Look for late occurrences and long-running attempts now (the thread does, once
+        a second)."""
+        if len(self._long):
+            now = self._clock()
+            for run, limit in self._long.due(now):
+                self._send_run("long_running", run, ExecutionStatus.RUNNING, None, now,
+                               reason=f"running for more than {format_duration(limit)}")
         if not self._store_down():
             self._check_late()
 
@@ -255,6 +271,17 @@ class Notifications:
         elif kind == "late":
             job, planned, at = item[1:]
             self._late_one(job, planned, at)
+        elif kind == "fenced":
+            job, row, status, at = item[1:]
+            self._send(job, event("fenced", job.id, self._node, at,
+                                  occurrence=row.occurrence_id, scheduled_at=row.scheduled_at,
+                                  execution_id=row.id, attempt=row.attempt,
+                                  status=status.value, error=row.error,
+                                  reason=f"{status.value} after the attempt was taken over "
+                                         f"(recorded {row.status.value}); not counted"))
+        elif kind == "running":
+            run, at = item[1:]
+            self._long.started(run, at)
         elif kind == "skipped":
             job, a, at = item[1:]
             scope = self._node if job.mode is Mode.EVERY_INSTANCE else ""
@@ -276,6 +303,7 @@ class Notifications:
 
     def _finished(self, run: Run, status: ExecutionStatus, error: str | None,
                   abandoned: bool, at: datetime) -> None:
+        self._long.ended(run)
         if status is ExecutionStatus.SUCCEEDED:
             self._send_run("succeeded", run, status, error, at)
             if self._wants(run.job, "recovered") and self._after_failure(run):
@@ -344,20 +372,22 @@ class Notifications:
                           attempt=row.attempt)
             if a.status is ExecutionStatus.DEAD_LETTER:
                 self._outcome(job.id, row.scheduled_at, a.status)
+        if a.status is not ExecutionStatus.DEAD_LETTER:
+            return  # lost: how it ended is unknown, and its next attempt follows
         if self._wants(job, "failed"):
             self._send(job, event("failed", job.id, self._node, at, **fields))
-        if a.status is ExecutionStatus.DEAD_LETTER and self._wants(job, "dead_letter"):
+        if self._wants(job, "dead_letter"):
             self._send(job, event("dead_letter", job.id, self._node, at, **fields))
 
     def _send_run(self, kind: str, run: Run, status: ExecutionStatus, error: str | None,
-                  at: datetime) -> None:
+                  at: datetime, *, reason: str | None = None) -> None:
         if not self._wants(run.job, kind):
             return
         fire = run.fire
         self._send(run.job, event(kind, run.job.id, self._node, at,
                                   occurrence=fire.occurrence_id, scheduled_at=fire.planned,
                                   execution_id=run.execution_id, attempt=fire.attempt,
-                                  status=status.value, error=error))
+                                  status=status.value, error=error, reason=reason))
 
     def _send(self, job: JobDefinition, doc: dict[str, Any]) -> None:
         spec = self._spec(job)

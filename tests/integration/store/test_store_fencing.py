@@ -11,10 +11,12 @@ from conftest import StoreFactory
 from cronctl.jobs.model import ExecutionStatus, Origin
 from cronctl.store import Store, occurrence_id
 from cronctl.store.base import NewExecution, Transition
+from cronctl.store.records import Fenced
 
 S = ExecutionStatus
 T0 = datetime(2026, 3, 8, 7, 0, 0, tzinfo=UTC)
 OCC = occurrence_id("solo", T0)
+S_1 = timedelta(seconds=1)
 
 
 def running(store: Store, *, attempt: int = 1, node: str = "n1", token: int | None) -> int:
@@ -73,3 +75,34 @@ def test_without_a_token_the_compare_and_set_is_on_the_status_alone(store: Store
     eid = running(store, token=None)  # every_instance rows carry no token
     assert store.transition(eid, S.RUNNING, S.SUCCEEDED)
     assert not store.transition(eid, S.RUNNING, S.FAILED)
+
+
+def test_a_refused_final_status_is_kept_beside_the_row(store: Store) -> None:
+    eid = running(store, token=5)
+    assert store.transition(eid, S.RUNNING, S.LOST, error="lost", finished_at=T0)
+    late = T0 + timedelta(seconds=30)
+    assert store.transitions([Transition(eid, (S.RUNNING,), S.SUCCEEDED, None, None, late,
+                                         5)]) == [False]
+    assert store.record_fenced(eid, S.SUCCEEDED, late)
+    assert not store.record_fenced(eid, S.FAILED, late + timedelta(seconds=1))  # first stays
+    assert not store.record_fenced(eid + 1000, S.FAILED, late)
+    rec = store.get_execution(eid)
+    assert rec is not None
+    assert (rec.status, rec.fenced_status, rec.fenced_at) == (S.LOST, S.SUCCEEDED, late)
+
+
+def test_a_fenced_row_without_locks_takes_a_token(store: Store) -> None:
+    """A recovered every_instance attempt has no guard lock, but a fencing token."""
+    row = NewExecution(job_id="each", occurrence_id=occurrence_id("each", T0),
+                       scheduled_at=T0, attempt=2, origin=Origin.CRON, node_id="n1",
+                       scope_node="n1", status=S.RUNNING, started_at=T0, created_at=T0,
+                       fenced=True)
+    plain = NewExecution(job_id="each", occurrence_id=occurrence_id("each", T0 + S_1),
+                         scheduled_at=T0 + S_1, attempt=1, origin=Origin.CRON, node_id="n1",
+                         scope_node="n1", status=S.RUNNING, started_at=T0, created_at=T0)
+    got = store.insert_guarded([row, plain])
+    assert isinstance(got[0], Fenced) and isinstance(got[1], int)
+    first = store.get_execution(got[0].execution_id)
+    assert first is not None and first.fencing_token == got[0].token
+    second = store.get_execution(got[1])
+    assert second is not None and second.fencing_token is None

@@ -49,7 +49,7 @@ def test_running_attempt_with_its_retry_already_written_is_closed_not_rerun() ->
     ran = RecoveredExecution(1, "j", at(60), 1, Origin.CRON, RUNNING)
     ahead = RecoveredExecution(2, "j", at(60), 2, Origin.CRON, PENDING, created_at=at(61))
     d = core.start(at(65), {}, [ran, ahead])
-    assert of(d, CloseInterrupted) == [CloseInterrupted(1, "j", ExecutionStatus.FAILED)]
+    assert of(d, CloseInterrupted) == [CloseInterrupted(1, "j", ExecutionStatus.LOST)]
     assert of(d, Fire) == []
     [f] = of(core.tick(at(71)), Fire)
     assert (f.attempt, f.row) == (2, 2)

@@ -118,7 +118,7 @@ def test_recovery_runs_before_misfire_policy() -> None:
     d = core.start(at(3630), {"j": JobState(cursor=at(60))}, [rec])
     actions = d.actions
     close = of(actions, CloseInterrupted)
-    assert close == [CloseInterrupted(7, "j", ExecutionStatus.FAILED)]
+    assert close == [CloseInterrupted(7, "j", ExecutionStatus.LOST)]
     assert actions.index(close[0]) < actions.index(of(actions, Missed)[0])
     [first] = of(d, Fire)
     assert (first.planned, first.attempt, first.recovered_from) == (at(120), 2, 7)

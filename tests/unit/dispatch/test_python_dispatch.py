@@ -429,3 +429,22 @@ def test_service_targets_go_through_the_process_registry() -> None:
     finally:
         reg._default = previous
         dispatcher.shutdown()
+
+
+def test_a_handlers_log_keeps_its_first_and_last_lines(registry: Registry) -> None:
+    """The same output budget as commands (SPEC section 9): here max_log_lines = 6."""
+    def chatty(ctx: JobContext) -> None:
+        for i in range(20):
+            ctx.log.info("line %d", i)
+
+    registry["ns.svc.op"] = chatty
+    d = PythonDispatcher(2, service_resolver=registry.__getitem__, max_lines=6)
+    try:
+        sink, done = run(d, service_job())
+    finally:
+        d.shutdown(wait=False)
+    assert done.outcomes[0].status is ExecutionStatus.SUCCEEDED
+    dropped = sum(len(f"line {i}") + 1 for i in range(3, 17))
+    assert sink.messages == ["line 0", "line 1", "line 2",
+                             f"… 14 lines ({dropped} bytes) dropped …",
+                             "line 17", "line 18", "line 19"]

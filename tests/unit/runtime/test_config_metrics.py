@@ -96,5 +96,6 @@ def test_every_metrics_key_is_in_the_file_format_page() -> None:
                  "cronctl_lateness_seconds", "cronctl_running_executions",
                  "cronctl_waiting_fires", "cronctl_job_last_success_timestamp_seconds",
                  "cronctl_job_next_fire_timestamp_seconds", "cronctl_store_up",
-                 "cronctl_notify_failures_total", "cronctl_build_info"):
+                 "cronctl_notify_failures_total", "cronctl_build_info",
+                 "cronctl_execution_cpu_seconds", "cronctl_execution_max_rss_bytes"):
         assert name in section

@@ -79,7 +79,7 @@ def test_hooks_move_the_counters_and_gauges() -> None:
     m.finished(_run(a, T0), ExecutionStatus.SUCCEEDED, None)
     m.finished(_run(b, T0), ExecutionStatus.FAILED, "boom")
     m.finished(_run(b, T0, 2), ExecutionStatus.DEAD_LETTER, "boom")
-    m.interrupted(CloseInterrupted(9, "b", ExecutionStatus.FAILED))
+    m.interrupted(CloseInterrupted(9, "b", ExecutionStatus.LOST))
     m.skipped(Skip("a", T0, Origin.CRON, SkipReason.OVERLAP))
     m.skipped(Skip("a", T0, Origin.CRON, SkipReason.OVERLAP))
     m.skipped(Skip("a", T0, Origin.CRON, SkipReason.REMOVED))  # not a skip record
@@ -91,7 +91,8 @@ def test_hooks_move_the_counters_and_gauges() -> None:
     assert got[("cronctl_fires_total", (("job", "a"),))] == 2
     assert got[("cronctl_fires_total", (("job", "b"),))] == 1
     assert got[("cronctl_executions_total", (("job", "a"), ("status", "succeeded")))] == 1
-    assert got[("cronctl_executions_total", (("job", "b"), ("status", "failed")))] == 2
+    assert got[("cronctl_executions_total", (("job", "b"), ("status", "failed")))] == 1
+    assert got[("cronctl_executions_total", (("job", "b"), ("status", "lost")))] == 1
     assert got[("cronctl_executions_total", (("job", "b"), ("status", "dead_letter")))] == 1
     assert got[("cronctl_skipped_total", (("job", "a"), ("reason", "overlap")))] == 2
     assert got[("cronctl_skipped_total", (("job", "b"), ("reason", "misfire")))] == 4
@@ -251,3 +252,23 @@ def test_last_successes_are_seeded_from_the_store_and_newer_ones_win() -> None:
     assert got[("cronctl_job_last_success_timestamp_seconds", (("job", "b"),))] == (
         T0.timestamp())
     assert ("cronctl_job_last_success_timestamp_seconds", (("job", "off"),)) not in got
+
+
+def test_finished_commands_feed_the_resource_histograms() -> None:
+    from cronctl.jobs.model import ResourceUsage
+
+    clock = Clock()
+    m = _metrics(clock)
+    a = JOBS[0]
+    used = _run(a, T0)
+    used.usage = ResourceUsage(exit_code=0, cpu_seconds=0.7, max_rss_bytes=3 * 1024**2)
+    m.finished(used, ExecutionStatus.SUCCEEDED, None)
+    m.finished(_run(a, T0), ExecutionStatus.SUCCEEDED, None)  # a Python handler: no figures
+    got = _samples(m)
+    assert got[("cronctl_execution_cpu_seconds_count", ())] == 1
+    assert got[("cronctl_execution_cpu_seconds_sum", ())] == pytest.approx(0.7)
+    assert got[("cronctl_execution_cpu_seconds_bucket", (("le", "0.5"),))] == 0
+    assert got[("cronctl_execution_cpu_seconds_bucket", (("le", "1.0"),))] == 1
+    assert got[("cronctl_execution_max_rss_bytes_count", ())] == 1
+    assert got[("cronctl_execution_max_rss_bytes_bucket", (("le", "4.194304e+06"),))] == 1
+    assert got[("cronctl_execution_max_rss_bytes_bucket", (("le", "1.048576e+06"),))] == 0

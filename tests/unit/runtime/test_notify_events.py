@@ -182,6 +182,7 @@ def test_cancelled_and_interrupted() -> None:
     n, delivery, _ = notes([j])
     n.finished(run(j), ExecutionStatus.CANCELLED, "cancelled")
     n.interrupted(CloseInterrupted(5, "j", ExecutionStatus.DEAD_LETTER))
+    n.interrupted(CloseInterrupted(6, "j", ExecutionStatus.LOST))  # a retry follows: none
     n.pump()
     assert kinds(delivery) == [("cancelled", "cancelled"), ("failed", "dead_letter"),
                                ("dead_letter", "dead_letter")]
@@ -384,3 +385,23 @@ def test_a_failed_delivery_is_counted_and_recorded_until_one_works() -> None:
     assert len(failures) == 2
     assert store.deliveries == [(False, "webhook https://h/…: HTTP 500"),
                                 (False, "webhook https://h/…: HTTP 500"), (True, None)]
+
+
+def test_a_refused_final_status_raises_fenced() -> None:
+    from cronctl.store.base import ExecutionRecord
+
+    j = job()
+    n, delivery, _ = notes([j], base=NotifySpec(webhook="http://h/x", on=("fenced",)))
+    row = ExecutionRecord(id=5, job_id="j", occurrence_id="occ", scheduled_at=T0, attempt=1,
+                          origin=Origin.CRON, status=ExecutionStatus.LOST, node_id="n1",
+                          scope_node=None, fencing_token=3, target="true", created_at=T0,
+                          error="lost: ...", fenced_status=ExecutionStatus.SUCCEEDED,
+                          fenced_at=T0 + S)
+    n.fenced(row, ExecutionStatus.SUCCEEDED, T0 + S)
+    n.fenced(ExecutionRecord(**{**row.__dict__, "job_id": "gone"}),  # not a job here
+             ExecutionStatus.SUCCEEDED, T0 + S)
+    n.pump()
+    [(_, sent)] = delivery.sent
+    assert {k: sent[k] for k in ("event", "execution_id", "attempt", "status", "reason")} == {
+        "event": "fenced", "execution_id": 5, "attempt": 1, "status": "succeeded",
+        "reason": "succeeded after the attempt was taken over (recorded lost); not counted"}

@@ -1,0 +1,62 @@
+"""The command supervisor against real process groups: it ends them when the beats stop
+for its limit or when the scheduler's end of the pipe closes, and never a group it was
+told had ended."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+from test_run_support import pid_alive
+
+from cronctl.dispatch.supervisor import Supervisor
+
+
+def group() -> subprocess.Popen[bytes]:
+    return subprocess.Popen(["sleep", "60"], start_new_session=True)
+
+
+def gone(proc: subprocess.Popen[bytes], within: float) -> float | None:
+    start = time.monotonic()
+    while time.monotonic() - start < within:
+        if proc.poll() is not None:
+            return time.monotonic() - start
+        time.sleep(0.02)
+    return None
+
+
+def test_beats_keep_groups_alive_and_silence_ends_them() -> None:
+    sup = Supervisor(0.6)
+    kept, ended = group(), group()
+    try:
+        sup.started(kept.pid)
+        sup.started(ended.pid)
+        for _ in range(10):  # 1 s of beats, more than the limit in all
+            sup.beat()
+            time.sleep(0.1)
+        assert kept.poll() is None and ended.poll() is None
+        sup.ending(kept.pid)  # its leader is about to be reaped: forgotten
+        waited = gone(ended, 3.0)
+        assert waited is not None and waited < 1.5
+        assert ended.returncode == -9
+        assert kept.poll() is None and pid_alive(kept.pid)
+    finally:
+        sup.close()
+        for p in (kept, ended):
+            if p.poll() is None:
+                p.kill()
+            p.wait(5)
+
+
+def test_the_scheduler_gone_ends_what_is_left() -> None:
+    sup = Supervisor(60.0)
+    proc = group()
+    try:
+        sup.started(proc.pid)
+        sup.beat()
+        sup.close()  # (as when the scheduler exits: the pipe closes)
+        assert gone(proc, 3.0) is not None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(5)
