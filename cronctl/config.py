@@ -20,8 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from cronctl.durations import DurationError, parse_duration
 from cronctl.errors import ConfigError, UsageError
+from cronctl.jobs.calendar_tables import RawCalendar
 from cronctl.jobs.notify import NotifySpec, read_notify
 from cronctl.jobs.settings import JobSettings
+from cronctl.jobs.toml_source import read_config_calendars
 from cronctl.jobs.tomlfile import read_toml
 from cronctl.jobs.violation import Violation, did_you_mean, display_path, one_line
 from cronctl.store.urls import kind_of, redact
@@ -74,6 +76,8 @@ class Config:
     metrics_listen: tuple[str, int] | None = None
     # [notify]: the notifications of every job (a job's notify table overrides it by key).
     notify: NotifySpec = NotifySpec()
+    # [calendars.NAME] tables (SPEC section 8), built and checked with the jobs.
+    calendars: tuple[RawCalendar, ...] = ()
 
     @property
     def in_memory(self) -> bool:
@@ -94,6 +98,7 @@ class Config:
             memory_database=self.in_memory,
             tracked_default=self.tracked,
             python_path=self.python_path,
+            calendar_tables=self.calendars,
         )
 
 
@@ -122,7 +127,7 @@ SCHEDULER_KEYS = (
     "auto_migrate",
     "python_path",
 )
-SECTIONS = ("scheduler", "metrics", "notify", "retention")
+SECTIONS = ("scheduler", "metrics", "notify", "retention", "calendars")
 RETENTION_KEYS = ("executions", "keep_last", "skipped", "interval", "max_log_lines")
 MAX_KEEP_LAST = 1_000_000
 MAX_LOG_LINES = 10_000_000
@@ -291,6 +296,10 @@ def _read_sections(path: Path, sections: dict[str, Any], violations: list[Violat
     ``violations``."""
     changes: dict[str, Any] = {}
     shown = display_path(path)
+    if "calendars" in sections:
+        calendars, calendar_problems = read_config_calendars(path, sections)
+        violations.extend(calendar_problems)
+        changes["calendars"] = tuple(calendars)
     if "retention" in sections:
         changes["retention"] = _retention(path, sections["retention"], violations)
     if "notify" in sections:

@@ -41,6 +41,7 @@ class ListRow:
     last_status: str | None
     description: str | None
     resolved: str = ""  # what fires: H resolved with the job's id ("" = schedule)
+    calendars: tuple[str, ...] = ()  # the job's calendars (section 8), in its order
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -55,6 +56,7 @@ class ListRow:
             "next_fire": iso_z(self.next_fire),
             "last_status": self.last_status,
             "description": self.description,
+            "calendar": list(self.calendars),
         }
 
 
@@ -72,7 +74,7 @@ def list_rows(
         paused = store.is_paused(job.id) if store is not None else False
         next_fire = None
         if job.enabled and not paused:
-            next_fire = job_schedule(job).next_after(now)
+            next_fire = _next_run(job, job_schedule(job), now)
         rows.append(ListRow(
             id=job.id,
             schedule=job.written_text,
@@ -85,8 +87,24 @@ def list_rows(
             next_fire=next_fire,
             last_status=store.last_status(job.id) if store is not None else None,
             description=job.description,
+            calendars=tuple(c.name for c in job.calendars),
         ))
     return rows
+
+
+def _next_run(job: JobDefinition, schedule: Any, now: datetime) -> datetime | None:
+    """The next planned instant that runs: one its calendars exclude does not (1,000
+    excluded instants in a row: shown as never, rather than searching on)."""
+    fire = schedule.next_after(now)
+    if not job.calendars:
+        return fire  # type: ignore[no-any-return]
+    from cronctl.core.calendars import exclusion
+
+    for _ in range(1000):
+        if fire is None or exclusion(job, fire) is None:
+            return fire  # type: ignore[no-any-return]
+        fire = schedule.next_after(fire)
+    return None
 
 
 def _when(row: ListRow, now: datetime) -> Cell:
@@ -105,7 +123,7 @@ def _when(row: ListRow, now: datetime) -> Cell:
             f"{local_time(row.next_fire, row.timezone, now)} ({wait})", wait)
 
 
-# Dropped first when the terminal is narrow: MODE, ZONE, TARGET, SCHEDULE; the id, the
+# Dropped first when the terminal is narrow: CALENDAR, MODE, ZONE, TARGET, SCHEDULE; the id, the
 # next fire and the last status always stay.
 COLUMNS = (
     Column("ID", shrink=True, floor=16),
@@ -113,6 +131,7 @@ COLUMNS = (
     Column("ZONE", priority=4),
     Column("MODE", priority=5),
     Column("TARGET", shrink=True, priority=3),
+    Column("CALENDAR", shrink=True, priority=6),
     Column("NEXT FIRE"),
     Column("LAST STATUS", status=True),
 )
@@ -129,7 +148,7 @@ def _schedule(row: ListRow) -> Cell:
 def table(rows: Sequence[ListRow], now: datetime) -> Table:
     return Table(COLUMNS, tuple(
         Row((row.id, _schedule(row), row.timezone, row.mode, row.target,
-             _when(row, now), row.last_status or "-"),
+             ",".join(row.calendars) or "-", _when(row, now), row.last_status or "-"),
             style=None if row.enabled else "dim")
         for row in rows))
 
@@ -156,7 +175,8 @@ def list_jobs(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
     wide: Annotated[bool, typer.Option("--wide", help=WIDE_HELP)] = False,
 ) -> None:
-    """List the jobs: id, schedule, zone, mode, target, next fire and last status."""
+    """List the jobs: id, schedule, zone, mode, target, calendars, next fire and last
+    status."""
     options = global_options(ctx)
     now = datetime.now(UTC)
     checked = check_all(options, now=now)

@@ -64,6 +64,7 @@ def _gap_answer(job: JobDefinition, wall: datetime) -> tuple[datetime | None, bo
 def decide(job: JobDefinition, at_text: str, store: Reader | None, now: datetime
            ) -> tuple[Verdict, list[Any]]:
     from cronctl.core import needs_store as is_tracked  # = runtime.firing.is_tracked
+    from cronctl.core.calendars import exclusion
     from cronctl.core.timing import schedule_for
     from cronctl.core.why import explain, explain_disabled, explain_gap, in_dst_gap
     from cronctl.core.why import planned_at_or_before as nearest
@@ -91,8 +92,10 @@ def decide(job: JobDefinition, at_text: str, store: Reader | None, now: datetime
         state = store.get_schedule(job.id)
         if state is not None:
             cursor, paused = state.cursor, state.paused
+    hit = exclusion(job, planned) if planned is not None else None
     verdict = explain(job, at, planned, now=now, executions=executions, skips=skips,
-                      cursor=cursor, paused=paused, tracked=is_tracked(job))
+                      cursor=cursor, paused=paused, tracked=is_tracked(job),
+                      calendar=None if hit is None else hit.detail)
     return verdict, executions
 
 

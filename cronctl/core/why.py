@@ -124,9 +124,11 @@ def explain(
     cursor: datetime | None,
     paused: bool,
     tracked: bool,
+    calendar: str | None = None,
 ) -> Verdict:
     """The outcome of ``planned`` (the instant :func:`planned_at_or_before` found for
-    ``at``, or None if there is none)."""
+    ``at``, or None if there is none). ``calendar``: which calendar of the job excludes
+    ``planned`` and why (SPEC section 8), when one does."""
     if planned is None:
         return not_planned(job, f"job {job.id} has no planned instant at or before "
                                 f"{_fmt(at)} (within 4 years)", "no_match")
@@ -141,8 +143,14 @@ def explain(
         return Verdict(outcome, planned, skip.reason,
                        lead + _skip_sentence(job, skip))
     if planned > now:
+        if calendar is not None:
+            return Verdict(Outcome.FUTURE, planned, "calendar", lead + (
+                f"planned for {_fmt(planned)}, still to come; it will not run: {calendar}"))
         return Verdict(Outcome.FUTURE, planned, None,
                        lead + f"planned for {_fmt(planned)}, still to come")
+    if calendar is not None and (cursor is None or planned > cursor):
+        return Verdict(Outcome.PENDING, planned, "calendar", lead + (
+            f"no scheduler has handled this instant yet; it will not run: {calendar}"))
     if paused:
         return Verdict(Outcome.NOT_PLANNED, planned, "paused",
                        lead + f"job {job.id} is paused: its instants do not fire")
@@ -190,6 +198,8 @@ _SKIP_WORDS = {
 
 
 def _skip_sentence(job: JobDefinition, skip: SkipFact) -> str:
+    if skip.reason == "calendar" and skip.detail:  # "calendar NAME excludes DATE (RULE)"
+        return f"skipped: {skip.detail} (decided by node {skip.node_id})"
     words = _SKIP_WORDS.get(skip.reason, skip.reason)
     if skip.reason == "misfire":
         words += f" (misfire_policy = {job.misfire_policy.value})"

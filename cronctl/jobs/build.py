@@ -17,6 +17,7 @@ from typing import Any
 from cronctl.cron import CronExpression, CronSyntaxError, parse_cron
 from cronctl.durations import MAX_DURATION, MAX_DURATION_TEXT
 from cronctl.jobs import checks
+from cronctl.jobs.calendar import Calendar
 from cronctl.jobs.convert import JOB_KEYS, SIMPLE, BadValue, to_command, to_text
 from cronctl.jobs.model import (
     EPOCH,
@@ -61,6 +62,8 @@ class BuildContext:
     tracked_default: bool = True
     base_dir: Path = field(default_factory=Path.cwd)
     check_targets: bool = True
+    calendars: Mapping[str, Calendar] = field(default_factory=dict)
+    bad_calendars: frozenset[str] = frozenset()  # defined, but invalid (reported there)
 
 
 @dataclass
@@ -230,6 +233,11 @@ def build_job(raw: RawJob, ctx: BuildContext) -> BuildResult:
             problem = checks.check_python_target(target)
         if problem:
             violation("target", problem)
+    calendars: tuple[Calendar, ...] = ()
+    if "calendar" in values:
+        calendars, calendar_problems = _calendars(values["calendar"], ctx)
+        for message in calendar_problems:
+            violation("calendar", message)
     if result.violations:
         return result
 
@@ -263,6 +271,28 @@ def build_job(raw: RawJob, ctx: BuildContext) -> BuildResult:
         dst_fold=dst_fold,
         late_after=conv.get("late_after"),
         notify=notify,
+        calendars=calendars,
         source=raw.source,
     )
     return result
+
+
+def _calendars(value: Any, ctx: BuildContext) -> tuple[tuple[Calendar, ...], list[str]]:
+    """``calendar = "NAME"`` or a list of names: the calendars, or what is wrong."""
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list) or not names or not all(
+            isinstance(n, str) and n.strip() for n in names):
+        return (), ["must be a calendar name or a non-empty array of names, e.g. "
+                    "calendar = \"business-days\""]
+    found: list[Calendar] = []
+    problems: list[str] = []
+    for name in dict.fromkeys(names):
+        calendar = ctx.calendars.get(name)
+        if calendar is not None:
+            found.append(calendar)
+        elif name not in ctx.bad_calendars:
+            known = [*ctx.calendars, *ctx.bad_calendars]
+            hint = did_you_mean(name, known) or (
+                " (define it in a [calendars.<name>] table in cronctl.toml or a jobs file)")
+            problems.append(f"unknown calendar {name!r}{hint}")
+    return tuple(found), problems

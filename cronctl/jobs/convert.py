@@ -32,7 +32,7 @@ JOB_KEYS = (
     "overlap_policy", "serial_group", "misfire_policy", "misfire_threshold", "catchup_limit",
     "max_attempts", "retry_backoff", "timeout", "kill_timeout", "tracked", "jitter",
     "parameters", "payload", "env", "cwd", "description", "dst_gap", "dst_fold",
-    "late_after", "notify",
+    "late_after", "notify", "calendar",
 )
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from cronctl.errors import ConfigError, NotFoundError
 from cronctl.jobs.build import BuildContext, RawJob, build_job, check_id
+from cronctl.jobs.calendar_tables import build_calendars
 from cronctl.jobs.checks import clear_python_cache
 from cronctl.jobs.model import JobDefinition
 from cronctl.jobs.registry import ServiceRegistry, discover_services, set_default_registry
@@ -150,12 +151,17 @@ def _load(settings: JobSettings, *, now: datetime | None, registry: ServiceRegis
         raws.append(RawJob(id=table.id, values=table.values, sources=table.key_sources,
                            source=table.source))
 
+    calendars, bad_calendars, problems = build_calendars(
+        (*settings.calendar_tables, *files.calendars))
+    violations.extend(problems)
     ctx = BuildContext(
         now=now,
         registry=registry,
         memory_database=settings.memory_database,
         tracked_default=settings.tracked_default,
         base_dir=settings.base_dir,
+        calendars=calendars,
+        bad_calendars=frozenset(bad_calendars),
     )
     built: dict[str, JobDefinition] = {}
     failed: dict[str, list[Violation]] = {}

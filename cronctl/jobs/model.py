@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 # The DST policies belong to the cron engine; the job model uses the same enums.
 from cronctl.cron.schedule import DstFold as DstFold
 from cronctl.cron.schedule import DstGap as DstGap
+from cronctl.jobs.calendar import Calendar
 from cronctl.jobs.notify import NotifySpec
 
 _E = TypeVar("_E", bound=enum.StrEnum)
@@ -165,6 +166,8 @@ class JobDefinition:
     dst_fold: DstFold = DstFold.AUTO
     late_after: timedelta | None = None  # not started this long after planned: "late"
     notify: NotifySpec | None = None  # the job's own notify table (over the global one)
+    # calendar = "NAME" or a list: an instant any of them excludes does not run (section 8)
+    calendars: tuple[Calendar, ...] = ()
     source: str = ""  # where it was defined: "jobs.d/a.toml:12" or "pkg.mod:Class.method"
 
     @property

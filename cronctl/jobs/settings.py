@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from cronctl.jobs.calendar_tables import RawCalendar
+
 
 @dataclass(frozen=True)
 class JobSettings:
@@ -28,3 +30,4 @@ class JobSettings:
     memory_database: bool = False
     tracked_default: bool = True
     python_path: tuple[Path, ...] = ()
+    calendar_tables: tuple[RawCalendar, ...] = ()  # cronctl.toml's [calendars.NAME]

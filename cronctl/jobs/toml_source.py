@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cronctl.jobs.calendar_tables import RawCalendar, raw_calendars
 from cronctl.jobs.tomlfile import read_toml
 from cronctl.jobs.violation import Violation, display_path
 
@@ -36,6 +37,7 @@ class JobFiles:
     violations: tuple[Violation, ...]
     files: int
     warnings: tuple[Violation, ...] = ()
+    calendars: tuple[RawCalendar, ...] = ()  # the [calendars.NAME] tables of the files
 
 
 def read_jobs_dir(jobs_dir: Path, *, required: bool = True) -> JobFiles:
@@ -62,19 +64,62 @@ def read_jobs_dir(jobs_dir: Path, *, required: bool = True) -> JobFiles:
                                        f"cannot read jobs directory: {exc}"),), 0)
     jobs: list[TomlJob] = []
     violations: list[Violation] = []
+    calendars: list[RawCalendar] = []
     for path in paths:
-        file_jobs, file_violations = read_job_file(path)
+        file_jobs, file_violations, file_calendars = read_job_document(path)
         jobs.extend(file_jobs)
         violations.extend(file_violations)
-    return JobFiles(tuple(jobs), tuple(violations), len(paths))
+        calendars.extend(file_calendars)
+    return JobFiles(tuple(jobs), tuple(violations), len(paths), calendars=tuple(calendars))
 
 
 def read_job_file(path: Path) -> tuple[list[TomlJob], list[Violation]]:
+    """The file's jobs and its violations."""
+    jobs, violations, _ = read_job_document(path)
+    return jobs, violations
+
+
+def read_job_document(path: Path
+                      ) -> tuple[list[TomlJob], list[Violation], list[RawCalendar]]:
+    """The file's jobs, its violations and its ``[calendars.NAME]`` tables."""
     shown = display_path(path)
     read = read_toml(path, "job file")
     if isinstance(read, Violation):
-        return [], [read]
+        return [], [read], []
     text, data = read.text, read.data
+    jobs, violations = _read_jobs(shown, text, data)
+    calendars: list[RawCalendar] = []
+    if "calendars" in data:
+        calendars, problems = raw_calendars(data["calendars"], shown, path.parent,
+                                            line_index(text, shown))
+        violations.extend(problems)
+    return jobs, violations, calendars
+
+
+def line_index(text: str, shown: str) -> Any:
+    """``where(table, key)``: the ``path:line`` of a key of a table of ``text`` (``key``
+    None: of the table itself)."""
+    index = _LineIndex(text)
+
+    def where(table: tuple[str, ...], key: str | None) -> str:
+        return index.table_source(shown, table) if key is None else index.source(
+            shown, table, key)
+    return where
+
+
+def read_config_calendars(path: Path, data: dict[str, Any]
+                          ) -> tuple[list[RawCalendar], list[Violation]]:
+    """The ``[calendars.NAME]`` tables of the configuration file at ``path``."""
+    shown = display_path(path)
+    try:
+        text = path.read_text(encoding="utf-8").removeprefix("\ufeff")
+    except (OSError, UnicodeDecodeError, ValueError):
+        text = ""
+    return raw_calendars(data["calendars"], shown, path.parent, line_index(text, shown))
+
+
+def _read_jobs(shown: str, text: str, data: dict[str, Any]
+               ) -> tuple[list[TomlJob], list[Violation]]:
 
     if not data:
         # An empty (or comments-only) file is almost always a mistake: a job file that
@@ -84,8 +129,8 @@ def read_job_file(path: Path) -> tuple[list[TomlJob], list[Violation]]:
     index = _LineIndex(text)
     violations: list[Violation] = []
     for key in data:
-        if key != "jobs":
-            hint = " (put jobs in [jobs.<id>] tables)"
+        if key not in ("jobs", "calendars"):
+            hint = " (put jobs in [jobs.<id>] tables, calendars in [calendars.<name>])"
             violations.append(Violation(index.source(shown, (), key), None, key,
                                         f"unknown top-level key{hint}"))
     tables = data.get("jobs", {})
