@@ -65,3 +65,28 @@ def test_manual_trigger_is_not_judged() -> None:
     core.start(now)
     _, d = core.trigger("j", now)
     assert len(of(d, Fire)) == 1 and of(d, Skip) == []
+
+
+def test_why_names_the_calendar_and_rule() -> None:
+    from dataclasses import dataclass
+
+    from cronctl.core.why import Outcome, explain
+
+    @dataclass
+    class SkipRow:
+        reason: str
+        node_id: str
+        detail: str | None
+
+    j = job(cron="0 30 0 * * *", timezone="Europe/Helsinki", calendars=(FI,))
+    t = datetime(2026, 12, 5, 22, 30, tzinfo=UTC)
+    detail = "calendar fi excludes 2026-12-06 (holiday: Itsenäisyyspäivä)"
+    done = explain(j, t, t, now=t + timedelta(hours=1), executions=[],
+                   skips=[SkipRow("calendar", "n1", detail)], cursor=t, paused=False,
+                   tracked=True, calendar=detail)
+    assert (done.outcome, done.reason) == (Outcome.SKIPPED, "calendar")
+    assert done.detail == f"skipped: {detail} (decided by node n1)"
+    ahead = explain(j, t, t, now=t - timedelta(days=1), executions=[], skips=[], cursor=None,
+                    paused=False, tracked=True, calendar=detail)
+    assert (ahead.outcome, ahead.reason) == (Outcome.FUTURE, "calendar")
+    assert ahead.detail.endswith(f"it will not run: {detail}")
