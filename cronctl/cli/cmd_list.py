@@ -42,6 +42,7 @@ class ListRow:
     description: str | None
     resolved: str = ""  # what fires: H resolved with the job's id ("" = schedule)
     calendars: tuple[str, ...] = ()  # the job's calendars (section 8), in its order
+    after: tuple[str, ...] = ()  # a dependent's parents, as written ("load:any")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -57,6 +58,7 @@ class ListRow:
             "last_status": self.last_status,
             "description": self.description,
             "calendar": list(self.calendars),
+            "after": list(self.after),
         }
 
 
@@ -88,6 +90,7 @@ def list_rows(
             last_status=store.last_status(job.id) if store is not None else None,
             description=job.description,
             calendars=tuple(c.name for c in job.calendars),
+            after=tuple(str(edge) for edge in job.after),
         ))
     return rows
 
@@ -123,15 +126,16 @@ def _when(row: ListRow, now: datetime) -> Cell:
             f"{local_time(row.next_fire, row.timezone, now)} ({wait})", wait)
 
 
-# Dropped first when the terminal is narrow: CALENDAR, MODE, ZONE, TARGET, SCHEDULE; the id, the
-# next fire and the last status always stay.
+# Dropped first when the terminal is narrow: CALENDAR, AFTER, MODE, ZONE, TARGET, SCHEDULE;
+# the id, the next fire and the last status always stay.
 COLUMNS = (
     Column("ID", shrink=True, floor=16),
     Column("SCHEDULE", priority=2),
     Column("ZONE", priority=4),
     Column("MODE", priority=5),
     Column("TARGET", shrink=True, priority=3),
-    Column("CALENDAR", shrink=True, priority=6),
+    Column("AFTER", shrink=True, priority=6),
+    Column("CALENDAR", shrink=True, priority=7),
     Column("NEXT FIRE"),
     Column("LAST STATUS", status=True),
 )
@@ -148,7 +152,8 @@ def _schedule(row: ListRow) -> Cell:
 def table(rows: Sequence[ListRow], now: datetime) -> Table:
     return Table(COLUMNS, tuple(
         Row((row.id, _schedule(row), row.timezone, row.mode, row.target,
-             ",".join(row.calendars) or "-", _when(row, now), row.last_status or "-"),
+             ",".join(row.after) or "-", ",".join(row.calendars) or "-", _when(row, now),
+             row.last_status or "-"),
             style=None if row.enabled else "dim")
         for row in rows))
 
@@ -175,8 +180,8 @@ def list_jobs(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
     wide: Annotated[bool, typer.Option("--wide", help=WIDE_HELP)] = False,
 ) -> None:
-    """List the jobs: id, schedule, zone, mode, target, calendars, next fire and last
-    status."""
+    """List the jobs: id, schedule, zone, mode, target, parents (after), calendars, next
+    fire and last status."""
     options = global_options(ctx)
     now = datetime.now(UTC)
     checked = check_all(options, now=now)

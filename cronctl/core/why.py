@@ -198,7 +198,7 @@ _SKIP_WORDS = {
 
 
 def _skip_sentence(job: JobDefinition, skip: SkipFact) -> str:
-    if skip.reason == "calendar" and skip.detail:  # "calendar NAME excludes DATE (RULE)"
+    if skip.reason in ("calendar", "upstream") and skip.detail:  # the detail says it all
         return f"skipped: {skip.detail} (decided by node {skip.node_id})"
     words = _SKIP_WORDS.get(skip.reason, skip.reason)
     if skip.reason == "misfire":

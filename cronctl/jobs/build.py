@@ -39,6 +39,7 @@ from cronctl.jobs.violation import Violation, did_you_mean
 ID_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,200}")
 MAX_SECONDS = MAX_DURATION.total_seconds()
 _COMMAND_ONLY = ("shell", "env", "cwd")
+_OWN_SCHEDULE = ("cron", "every", "anchor", "timezone", "dst_gap", "dst_fold")
 _SCHEDULE_INPUTS = frozenset({"cron", "every", "anchor", "timezone", "dst_gap", "dst_fold",
                               "timeout", "misfire_policy"})
 
@@ -147,7 +148,14 @@ def build_job(raw: RawJob, ctx: BuildContext) -> BuildResult:
 
     # -- the schedule: exactly one of cron / every ---------------------------------------
     expression: CronExpression | None = None
-    if "cron" in values and "every" in values:
+    dependent = "after" in values
+    if dependent:
+        # A dependent runs on its parents' schedule (copied in by the loader).
+        for key in _OWN_SCHEDULE:
+            if key in values:
+                violation(key, f"a dependent (after = [...]) runs at its parents' planned "
+                               f"instants: remove '{key}'")
+    elif "cron" in values and "every" in values:
         violation("every", "set either 'cron' or 'every', not both")
     elif "cron" not in values and "every" not in values:
         violation("cron", "no schedule: set 'cron' (e.g. \"0 */5 * * * *\") or 'every' "
@@ -234,6 +242,8 @@ def build_job(raw: RawJob, ctx: BuildContext) -> BuildResult:
         if problem:
             violation("target", problem)
     calendars: tuple[Calendar, ...] = ()
+    if "after_timeout" in values and not dependent:
+        violation("after_timeout", "'after_timeout' only applies to dependents (after = [...])")
     if "calendar" in values:
         calendars, calendar_problems = _calendars(values["calendar"], ctx)
         for message in calendar_problems:
@@ -272,6 +282,8 @@ def build_job(raw: RawJob, ctx: BuildContext) -> BuildResult:
         late_after=conv.get("late_after"),
         notify=notify,
         calendars=calendars,
+        after=conv.get("after", ()),
+        after_timeout=conv.get("after_timeout", timedelta(hours=24)),
         source=raw.source,
     )
     return result

@@ -18,6 +18,7 @@ from cronctl.errors import ConfigError, NotFoundError
 from cronctl.jobs.build import BuildContext, RawJob, build_job, check_id
 from cronctl.jobs.calendar_tables import build_calendars
 from cronctl.jobs.checks import clear_python_cache
+from cronctl.jobs.dependencies import resolve_dependents
 from cronctl.jobs.model import JobDefinition
 from cronctl.jobs.registry import ServiceRegistry, discover_services, set_default_registry
 from cronctl.jobs.settings import JobSettings
@@ -174,6 +175,11 @@ def _load(settings: JobSettings, *, now: datetime | None, registry: ServiceRegis
             built[result.job.id] = result.job
         elif isinstance(raw.id, str):
             failed[raw.id] = result.violations
+    after_sources = {raw.id: raw.sources.get("after", raw.source) for raw in raws
+                     if isinstance(raw.id, str)}
+    for job_id, problems in resolve_dependents(built, failed, sources=after_sources).items():
+        violations.extend(problems)
+        failed[job_id] = problems
     violations.sort(key=_source_order)
     warnings.sort(key=_source_order)
     return _Loaded(built, failed, violations, warnings, registry, len(raws))

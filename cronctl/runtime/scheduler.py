@@ -51,6 +51,7 @@ from cronctl.runtime.observers import watch_for
 from cronctl.runtime.polls import StorePolls
 from cronctl.runtime.pruning import Pruner
 from cronctl.runtime.systemd import Notifier, SystemdNotifier
+from cronctl.runtime.upstream import Upstream
 from cronctl.store.base import Store
 
 log = logging.getLogger("cronctl.runtime")
@@ -111,6 +112,8 @@ class Scheduler:
                                 post=self._inbox.put, health=self.health,
                                 flush=self._flush_waiting)
         self.polls.jobs_are(j.id for j in self._jobs)
+        self.upstream = Upstream(store, node_id=config.node_id, clock=self.clock,
+                                 jobs=lambda: self._jobs)  # dependents (section 8)
         beat = config.heartbeat_interval.total_seconds()
         if store.beat_interval is not None:
             beat = min(beat, store.beat_interval)
@@ -435,7 +438,7 @@ class Scheduler:
         waiting = self.core.waiting
         self.watch.loop(waiting)
         self.firing.wakelog.end_wake(waiting)  # lines held while a burst drains
-        if not self.store.persistent and not self.firing.running:
+        if not self.store.persistent and not self.firing.running and not self.upstream.any():
             return
         live = [r.execution_id for r in self.firing.running.values()
                 if r.execution_id is not None and not r.cancel_sent]
@@ -446,6 +449,8 @@ class Scheduler:
         if self.health.down:
             return
         self.firing.cursors.flush(self.store)
+        if not stopping:
+            self.upstream.poll()  # before the trigger poll, which takes what it decided
         self.polls.requests(live, stopping=stopping or self._stopping)
 
     def _unregister(self) -> None:

@@ -190,6 +190,23 @@ class Triggers(Protocol):
         """Record what came of a taken request (``done`` becomes True)."""
         ...
 
+    def decide_dependent(
+        self,
+        job_id: str,
+        scheduled_at: datetime,
+        node_id: str,
+        *,
+        skip: tuple[str, str] | None = None,
+        now: datetime | None = None,
+    ) -> bool:
+        """Decide a dependent's occurrence at ``scheduled_at`` (SPEC section 8), once
+        cluster-wide: the decision is the one request of (job, instant). Without ``skip``
+        it is an untaken request (origin ``dependency``) that a scheduler takes and runs;
+        with ``skip = (reason, detail)`` it is a request already done, and the instant's
+        skip record (cluster-wide scope), written in the same transaction. False when the
+        instant was already decided (by any node, or by a replay request)."""
+        ...
+
     def get_trigger(self, request_id: int) -> TriggerRequest | None: ...
 
     def list_triggers(self, job_id: str, *, since: datetime, until: datetime

@@ -13,6 +13,7 @@ from cronctl.store.records import (
     TriggerRequest,
 )
 from cronctl.store.tables import (
+    skip_records,
     trigger_requests,
 )
 
@@ -87,6 +88,35 @@ class TriggerRequests(SqlConnection):
                 .where(trigger_requests.c.id == request_id)
                 .values(execution_id=execution_id, error=error, done=True)
             )
+
+    def decide_dependent(
+        self,
+        job_id: str,
+        scheduled_at: datetime,
+        node_id: str,
+        *,
+        skip: tuple[str, str] | None = None,
+        now: datetime | None = None,
+    ) -> bool:
+        at = now_or(now)
+        planned = aware(scheduled_at, "scheduled_at")
+        values: dict[str, object] = {"job_id": job_id, "origin": Origin.DEPENDENCY.value,
+                                     "scheduled_at": planned, "requested_at": at}
+        if skip is not None:
+            values.update(taken_by=node_id, taken_at=at, done=True, error=skip[1])
+        stmt = (self._insert(trigger_requests).values(**values)
+                .on_conflict_do_nothing(index_elements=["job_id", "scheduled_at"])
+                .returning(trigger_requests.c.id))
+        with self._write() as conn:
+            if conn.execute(stmt).scalar_one_or_none() is None:
+                return False
+            if skip is not None:
+                conn.execute(
+                    self._insert(skip_records).values(
+                        job_id=job_id, scope="", first_at=planned, last_at=planned, count=1,
+                        reason=skip[0], node_id=node_id, created_at=at, detail=skip[1])
+                    .on_conflict_do_nothing(index_elements=["job_id", "scope", "first_at"]))
+        return True
 
     def get_trigger(self, request_id: int) -> TriggerRequest | None:
         with self._raw_read() as cur:

@@ -1,0 +1,129 @@
+"""Dependents in ``cronctl run`` (SPEC section 8): the store poll that decides each
+dependent's occurrences once its parents' occurrences have ended.
+
+On the I/O thread, every store poll: for each dependent, the planned instants of its
+parents' schedule after its cursor (the instant up to which every occurrence is decided)
+and up to now are judged by :func:`cronctl.core.dependencies.upstream_verdict` from the
+parents' execution rows and skip records. A decision is claimed through the store
+(:meth:`~cronctl.store.base.Triggers.decide_dependent`: the one request of the
+dependent's (job, instant), unique cluster-wide), so every node may judge and exactly one
+decision stands, however many nodes run and restart: "fire" is a request the trigger
+poll hands to one scheduler (origin ``dependency``, the occurrence's own id and
+``scheduled_at``), "skip" is a skip record (``upstream``, or ``calendar`` when the
+dependent's own calendar excludes the instant). The cursor moves over the decided
+prefix only, so an instant still waiting is judged again at the next poll, also after a
+restart on any node.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+
+from cronctl.core.calendars import exclusion
+from cronctl.core.dependencies import (
+    ParentFact,
+    ParentState,
+    Verdict,
+    occurrence_outcome,
+    upstream_verdict,
+)
+from cronctl.core.timing import schedule_for
+from cronctl.ids import occurrence_id
+from cronctl.jobs.model import JobDefinition
+from cronctl.runtime.logsetup import ids
+from cronctl.store.base import Store
+
+log = logging.getLogger("cronctl.runtime")
+
+# Planned instants judged per dependent and poll (a per-second chain that fell far
+# behind catches up over several polls rather than in one long one).
+WINDOW = 500
+
+
+def parent_fact(store: Store, parent: JobDefinition | None, parent_id: str, t: datetime
+                ) -> ParentFact:
+    """What the store holds of ``parent_id``'s occurrence at ``t``."""
+    rows = store.executions_of_occurrence(parent_id, occurrence_id(parent_id, t))
+    if rows:
+        return occurrence_outcome(rows, parent.max_attempts if parent is not None else 1)
+    skips = store.skips_covering(parent_id, t)
+    if skips:
+        return ParentFact(ParentState.SKIPPED, skips[0].reason)
+    return ParentFact(ParentState.NONE)
+
+
+class Upstream:
+    """The dependents' poll of one scheduler. ``jobs`` gives the current definitions."""
+
+    def __init__(self, store: Store, *, node_id: str, clock: Callable[[], datetime],
+                 jobs: Callable[[], Sequence[JobDefinition]]) -> None:
+        self.store = store
+        self.node_id = node_id
+        self.clock = clock
+        self.jobs = jobs
+
+    def any(self) -> bool:
+        return any(job.after and job.enabled for job in self.jobs())
+
+    def poll(self) -> None:
+        jobs = {job.id: job for job in self.jobs()}
+        now = self.clock()
+        for job in jobs.values():
+            if job.after and job.enabled:
+                try:
+                    self._poll_one(job, jobs, now)
+                except Exception as exc:  # the next poll tries again
+                    log.warning("dependent job=%s: %s", job.id, exc, extra=ids(job.id))
+
+    def _poll_one(self, job: JobDefinition, jobs: Mapping[str, JobDefinition], now: datetime
+                  ) -> None:
+        state = self.store.get_schedule(job.id)
+        cursor = state.cursor if state is not None else None
+        if cursor is None:
+            # A new dependent starts now, as a new job does: no catch-up of the past.
+            self.store.advance_cursor(job.id, now)
+            return
+        paused = state is not None and state.paused
+        decided = cursor
+        prefix = True
+        for t in schedule_for(job).between(cursor, now, limit=WINDOW):
+            skip = self._judge(job, jobs, t, now, paused)
+            if skip is None:
+                prefix = False  # waiting: judged again at the next poll
+                continue
+            reason, detail = skip
+            claimed = self.store.decide_dependent(
+                job.id, t, self.node_id, skip=None if reason == "" else skip, now=now)
+            if claimed:
+                if reason:
+                    log.info("skipped job=%s planned=%s reason=%s (%s)", job.id,
+                             t.isoformat(), reason, detail, extra=ids(job.id))
+                else:
+                    log.info("dependent ready job=%s planned=%s: %s", job.id, t.isoformat(),
+                             detail, extra=ids(job.id))
+            if prefix:
+                decided = t
+        if decided > cursor:
+            self.store.advance_cursor(job.id, decided)
+
+    def _judge(self, job: JobDefinition, jobs: Mapping[str, JobDefinition], t: datetime,
+               now: datetime, paused: bool) -> tuple[str, str] | None:
+        """``("", detail)`` to fire, ``(reason, detail)`` to skip, None to wait."""
+        facts = {e.job_id: parent_fact(self.store, jobs.get(e.job_id), e.job_id, t)
+                 for e in job.after}
+        got = upstream_verdict(job, t, facts, now)
+        if got.verdict is Verdict.WAIT:
+            return None
+        if got.verdict is Verdict.SKIP:
+            return "upstream", got.detail
+        hit = exclusion(job, t)
+        if hit is not None:
+            return "calendar", hit.detail
+        if paused:
+            return "paused", "the dependent is paused"
+        return "", got.detail
+
+
+__all__ = ["WINDOW", "Upstream", "parent_fact"]
