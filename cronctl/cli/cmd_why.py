@@ -98,7 +98,8 @@ def decide(job: JobDefinition, at_text: str, store: Reader | None, now: datetime
                       cursor=cursor, paused=paused, tracked=is_tracked(job),
                       calendar=None if hit is None else hit.detail)
     if (job.after and planned is not None and store is not None and not executions
-            and not skips and planned <= now):
+            and not skips and planned <= now and (cursor is None or planned > cursor)):
+        # not decided yet (the dependent's cursor is the instant up to which all are)
         verdict = _upstream(job, planned, store, now, parents or {})
     return verdict, executions
 

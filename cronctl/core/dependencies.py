@@ -105,8 +105,10 @@ def _ended_as(status: str) -> str:
 
 
 def upstream_verdict(job: JobDefinition, t: datetime, facts: Mapping[str, ParentFact],
-                     now: datetime) -> Upstream:
-    """The dependent ``job``'s occurrence at ``t``, given each parent's fact at ``t``."""
+                     now: datetime, *, waited_from: datetime | None = None) -> Upstream:
+    """The dependent ``job``'s occurrence at ``t``, given each parent's fact at ``t``.
+    ``after_timeout`` counts from ``t``, or from ``waited_from`` (a chained replay of an
+    old instant waits from when it was asked for)."""
     waiting: list[tuple[str, ParentFact]] = []
     for edge in job.after:
         fact = facts.get(edge.job_id, ParentFact(ParentState.NONE))
@@ -130,7 +132,7 @@ def upstream_verdict(job: JobDefinition, t: datetime, facts: Mapping[str, Parent
     parent, fact = waiting[0]
     state = f" ({fact.status})" if fact.state is ParentState.RUNNING and fact.status else (
         " (nothing recorded yet)" if fact.state is ParentState.NONE else "")
-    if now - t > job.after_timeout:
+    if now - (t if waited_from is None else waited_from) > job.after_timeout:
         return Upstream(Verdict.SKIP, f"upstream {at_text(parent, t)} has not ended within "
                                       f"after_timeout = {format_duration(job.after_timeout)}"
                                       f"{state}", parent)

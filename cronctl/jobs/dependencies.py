@@ -10,7 +10,7 @@ each dependent's definition, so everything that reads a schedule (``next``, ``wh
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from cronctl.jobs.model import JobDefinition
@@ -132,10 +132,30 @@ def _cycle_through(built: Mapping[str, JobDefinition], start: str) -> list[str] 
     return None
 
 
+def chain_of(jobs: Iterable[JobDefinition], parent_id: str) -> list[str]:
+    """Every job that depends on ``parent_id``, directly or through other dependents, in
+    the order they run (breadth first): what ``--chain`` runs after it."""
+    by_parent: dict[str, list[str]] = {}
+    for job in jobs:
+        for edge in job.after:
+            by_parent.setdefault(edge.job_id, []).append(job.id)
+    out: list[str] = []
+    frontier = [parent_id]
+    while frontier:
+        nxt: list[str] = []
+        for job_id in frontier:
+            for child in sorted(by_parent.get(job_id, [])):
+                if child not in out and child != parent_id:
+                    out.append(child)
+                    nxt.append(child)
+        frontier = nxt
+    return out
+
+
 def dependents_of(jobs: Mapping[str, JobDefinition], parent_id: str) -> list[JobDefinition]:
     """The jobs that name ``parent_id`` in their ``after``, by id."""
     return sorted((j for j in jobs.values() if any(e.job_id == parent_id for e in j.after)),
                   key=lambda j: j.id)
 
 
-__all__ = ["dependents_of", "describe", "resolve_dependents", "schedule_key"]
+__all__ = ["chain_of", "dependents_of", "describe", "resolve_dependents", "schedule_key"]

@@ -42,12 +42,15 @@ log = logging.getLogger("cronctl.runtime")
 WINDOW = 500
 
 
-def parent_fact(store: Store, parent: JobDefinition | None, parent_id: str, t: datetime
-                ) -> ParentFact:
-    """What the store holds of ``parent_id``'s occurrence at ``t``."""
+def parent_fact(store: Store, parent: JobDefinition | None, parent_id: str, t: datetime,
+                *, rows_only: bool = False) -> ParentFact:
+    """What the store holds of ``parent_id``'s occurrence at ``t``. ``rows_only``: its
+    skip records do not count (a chained replay waits for the replayed execution)."""
     rows = store.executions_of_occurrence(parent_id, occurrence_id(parent_id, t))
     if rows:
         return occurrence_outcome(rows, parent.max_attempts if parent is not None else 1)
+    if rows_only:
+        return ParentFact(ParentState.NONE)
     skips = store.skips_covering(parent_id, t)
     if skips:
         return ParentFact(ParentState.SKIPPED, skips[0].reason)
@@ -70,12 +73,37 @@ class Upstream:
     def poll(self) -> None:
         jobs = {job.id: job for job in self.jobs()}
         now = self.clock()
-        for job in jobs.values():
-            if job.after and job.enabled:
-                try:
-                    self._poll_one(job, jobs, now)
-                except Exception as exc:  # the next poll tries again
-                    log.warning("dependent job=%s: %s", job.id, exc, extra=ids(job.id))
+        dependents = [job for job in jobs.values() if job.after and job.enabled]
+        for job in dependents:
+            try:
+                self._poll_one(job, jobs, now)
+            except Exception as exc:  # the next poll tries again
+                log.warning("dependent job=%s: %s", job.id, exc, extra=ids(job.id))
+        if dependents:
+            try:
+                self._chains(jobs, [job.id for job in dependents], now)
+            except Exception as exc:
+                log.warning("chained dependents: %s", exc)
+
+    def _chains(self, jobs: Mapping[str, JobDefinition], dependents: list[str],
+                now: datetime) -> None:
+        """``replay``/``trigger --chain`` requests: the dependents' occurrences at the
+        instant of a replayed or triggered parent, released to run (or closed) once the
+        parents' executions there have ended."""
+        for request in self.store.chain_waits(dependents):
+            job, t = jobs[request.job_id], request.scheduled_at
+            if t is None:
+                continue
+            facts = {e.job_id: parent_fact(self.store, jobs.get(e.job_id), e.job_id, t,
+                                           rows_only=True) for e in job.after}
+            got = upstream_verdict(job, t, facts, now, waited_from=request.requested_at)
+            if got.verdict is Verdict.WAIT:
+                continue
+            skip = None if got.verdict is Verdict.FIRE else got.detail
+            if self.store.release_chain(request.id, self.node_id, skip=skip, now=now):
+                log.info("chained dependent job=%s planned=%s: %s", job.id, t.isoformat(),
+                         "released to run" if skip is None else f"not run: {skip}",
+                         extra=ids(job.id))
 
     def _poll_one(self, job: JobDefinition, jobs: Mapping[str, JobDefinition], now: datetime
                   ) -> None:

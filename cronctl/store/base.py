@@ -207,6 +207,24 @@ class Triggers(Protocol):
         instant was already decided (by any node, or by a replay request)."""
         ...
 
+    def wait_chain(self, job_id: str, scheduled_at: datetime, *,
+                   now: datetime | None = None) -> bool:
+        """``replay``/``trigger --chain``: the dependent ``job_id``'s occurrence at
+        ``scheduled_at`` waits for its parents' occurrences there (a request no scheduler
+        takes until :meth:`release_chain`). An instant decided without running (an
+        upstream skip) waits again; one that ran never does. False when nothing changed."""
+        ...
+
+    def chain_waits(self, job_ids: Collection[str]) -> list[TriggerRequest]:
+        """The waiting requests of :meth:`wait_chain` for these jobs."""
+        ...
+
+    def release_chain(self, request_id: int, node_id: str, *, skip: str | None = None,
+                      now: datetime | None = None) -> bool:
+        """Decide a waiting request once: release it to be taken and run, or (``skip``,
+        its reason text) close it. False when another node decided it first."""
+        ...
+
     def get_trigger(self, request_id: int) -> TriggerRequest | None: ...
 
     def list_triggers(self, job_id: str, *, since: datetime, until: datetime

@@ -17,6 +17,10 @@ from cronctl.store.tables import (
     trigger_requests,
 )
 
+# ``taken_by`` of a request that waits for its parents (``replay``/``trigger --chain``):
+# not NULL, so no scheduler takes it, until a dependents' poll releases it.
+CHAIN_WAIT = ""
+
 
 class TriggerRequests(SqlConnection):
     """Trigger requests of the Store Protocol (see :mod:`cronctl.store.base`)."""
@@ -118,6 +122,43 @@ class TriggerRequests(SqlConnection):
                     .on_conflict_do_nothing(index_elements=["job_id", "scope", "first_at"]))
         return True
 
+    def wait_chain(self, job_id: str, scheduled_at: datetime, *,
+                   now: datetime | None = None) -> bool:
+        T = trigger_requests.c
+        at = now_or(now)
+        stmt = self._insert(trigger_requests).values(
+            job_id=job_id, origin=Origin.DEPENDENCY.value,
+            scheduled_at=aware(scheduled_at, "scheduled_at"), requested_at=at,
+            taken_by=CHAIN_WAIT)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=["job_id", "scheduled_at"],
+            set_={"taken_by": CHAIN_WAIT, "taken_at": None, "done": False, "error": None,
+                  "requested_at": at, "origin": Origin.DEPENDENCY.value},
+            # decided without running (an upstream skip): wait again; never twice
+            where=sa.and_(T.done.is_(True), T.execution_id.is_(None)))
+        with self._write() as conn:
+            return bool(conn.execute(stmt).rowcount)
+
+    def chain_waits(self, job_ids: Collection[str]) -> list[TriggerRequest]:
+        if not job_ids:
+            return []
+        with self._raw_read() as cur:
+            found = self._raw.select_triggers(cur, "taken_by = ? AND done = ?",
+                                              (CHAIN_WAIT, False))
+        return [r for r in found if r.job_id in job_ids]
+
+    def release_chain(self, request_id: int, node_id: str, *, skip: str | None = None,
+                      now: datetime | None = None) -> bool:
+        T = trigger_requests.c
+        values: dict[str, object] = {"taken_by": None}
+        if skip is not None:
+            values = {"taken_by": node_id, "taken_at": now_or(now), "done": True,
+                      "error": skip}
+        with self._write() as conn:
+            done = conn.execute(sa.update(trigger_requests).where(
+                T.id == request_id, T.taken_by == CHAIN_WAIT).values(**values))
+        return bool(done.rowcount)
+
     def get_trigger(self, request_id: int) -> TriggerRequest | None:
         with self._raw_read() as cur:
             return self._raw.get_trigger(cur, request_id)
@@ -128,4 +169,4 @@ class TriggerRequests(SqlConnection):
             return self._raw.list_triggers(cur, job_id, since=since, until=until)
 
 
-__all__ = ["TriggerRequests"]
+__all__ = ["CHAIN_WAIT", "TriggerRequests"]
