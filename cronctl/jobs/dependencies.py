@@ -10,10 +10,10 @@ each dependent's definition, so everything that reads a schedule (``next``, ``wh
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import replace
 
-from cronctl.jobs.model import JobDefinition
+from cronctl.jobs.model import JobDefinition, Mode
 from cronctl.jobs.violation import Violation, did_you_mean
 
 ScheduleKey = tuple[object, ...]
@@ -31,13 +31,18 @@ def describe(job: JobDefinition) -> str:
 
 def resolve_dependents(
     built: dict[str, JobDefinition], failed: Mapping[str, object], *,
-    sources: Mapping[str, str],
+    sources: Mapping[str, str], explicit_mode: Collection[str] = (),
 ) -> dict[str, list[Violation]]:
     """Check every dependent in ``built`` and give it its parents' schedule, in place.
     A dependent with a problem moves out of ``built``: the result maps it to its
     violations (at least one each);
     ``failed`` holds the ids of jobs that did not build (not reported again here);
-    ``sources`` the ``path:line`` of each job's ``after`` key."""
+    ``sources`` the ``path:line`` of each job's ``after`` key.
+
+    A dependent whose parents are all single_instance is single_instance too (its row is
+    claimed like theirs: one execution per instant, cluster-wide, also through
+    recoveries), unless it sets ``mode`` or ``overlap_policy`` itself
+    (``explicit_mode``)."""
     violations: dict[str, list[Violation]] = {}
     resolved: dict[str, JobDefinition | None] = {}  # None: could not be resolved
 
@@ -93,6 +98,9 @@ def resolve_dependents(
             resolved[job_id] = None
             return None
         root = parents[0]
+        if job_id not in explicit_mode and all(p.mode is Mode.SINGLE_INSTANCE
+                                               for p in parents):
+            job = replace(job, mode=Mode.SINGLE_INSTANCE)
         done = replace(job, cron=root.cron, cron_written=root.cron_written, every=root.every,
                        anchor=root.anchor, timezone=root.timezone, dst_gap=root.dst_gap,
                        dst_fold=root.dst_fold)

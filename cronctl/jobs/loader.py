@@ -177,7 +177,10 @@ def _load(settings: JobSettings, *, now: datetime | None, registry: ServiceRegis
             failed[raw.id] = result.violations
     after_sources = {raw.id: raw.sources.get("after", raw.source) for raw in raws
                      if isinstance(raw.id, str)}
-    for job_id, problems in resolve_dependents(built, failed, sources=after_sources).items():
+    explicit = {raw.id for raw in raws if isinstance(raw.id, str) and (
+        "mode" in raw.values or "overlap_policy" in raw.values)}
+    for job_id, problems in resolve_dependents(built, failed, sources=after_sources,
+                                               explicit_mode=explicit).items():
         violations.extend(problems)
         failed[job_id] = problems
     violations.sort(key=_source_order)

@@ -113,7 +113,7 @@ class Scheduler:
                                 flush=self._flush_waiting)
         self.polls.jobs_are(j.id for j in self._jobs)
         self.upstream = Upstream(store, node_id=config.node_id, clock=self.clock,
-                                 jobs=lambda: self._jobs)  # dependents (section 8)
+                                 jobs=lambda: self._jobs, ttl=self._ttl)  # section 8
         beat = config.heartbeat_interval.total_seconds()
         if store.beat_interval is not None:
             beat = min(beat, store.beat_interval)

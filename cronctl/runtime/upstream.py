@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from cronctl.core.calendars import exclusion
 from cronctl.core.dependencies import (
@@ -40,6 +40,7 @@ log = logging.getLogger("cronctl.runtime")
 # Planned instants judged per dependent and poll (a per-second chain that fell far
 # behind catches up over several polls rather than in one long one).
 WINDOW = 500
+STRANDED_EVERY = 10  # polls between looks for requests a dead node took (~5 s)
 
 
 def parent_fact(store: Store, parent: JobDefinition | None, parent_id: str, t: datetime,
@@ -61,8 +62,11 @@ class Upstream:
     """The dependents' poll of one scheduler. ``jobs`` gives the current definitions."""
 
     def __init__(self, store: Store, *, node_id: str, clock: Callable[[], datetime],
-                 jobs: Callable[[], Sequence[JobDefinition]]) -> None:
+                 jobs: Callable[[], Sequence[JobDefinition]],
+                 ttl: timedelta = timedelta(seconds=15)) -> None:
         self.store = store
+        self.ttl = ttl  # a node silent this long is dead (as liveness judges it)
+        self._polls = 0
         self.node_id = node_id
         self.clock = clock
         self.jobs = jobs
@@ -82,8 +86,36 @@ class Upstream:
         if dependents:
             try:
                 self._chains(jobs, [job.id for job in dependents], now)
+                self._polls += 1
+                if self._polls % STRANDED_EVERY == 0:
+                    self._stranded([job.id for job in dependents], now)
             except Exception as exc:
                 log.warning("chained dependents: %s", exc)
+
+    def _stranded(self, dependents: list[str], now: datetime) -> None:
+        """A request a node took and then died before it wrote the execution row would
+        never run: give it back (the row, when there is one, is recovery's)."""
+        requests = self.store.stranded_dependency_requests(dependents)
+        if not requests:
+            return
+        # A node id comes back when its scheduler restarts: a request taken before the
+        # live node registered was taken by the one that stopped.
+        live = {node.node_id: node.started_at
+                for node in self.store.live_nodes(now, self.ttl)}
+        for request in requests:
+            t, taker = request.scheduled_at, request.taken_by
+            if taker is None or t is None:
+                continue
+            since = live.get(taker)
+            if since is not None and (request.taken_at is None or request.taken_at >= since):
+                continue
+            if self.store.executions_of_occurrence(request.job_id,
+                                                   occurrence_id(request.job_id, t)):
+                continue
+            if self.store.untake_trigger(request.id, taker):
+                log.warning("dependent job=%s planned=%s: node %s took it and stopped "
+                            "before it ran; queued again", request.job_id, t.isoformat(),
+                            taker, extra=ids(request.job_id))
 
     def _chains(self, jobs: Mapping[str, JobDefinition], dependents: list[str],
                 now: datetime) -> None:

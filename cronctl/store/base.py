@@ -225,6 +225,17 @@ class Triggers(Protocol):
         its reason text) close it. False when another node decided it first."""
         ...
 
+    def stranded_dependency_requests(self, job_ids: Collection[str]
+                                     ) -> list[TriggerRequest]:
+        """Dependency requests of these jobs taken by a scheduler and not done: the
+        caller gives back (:meth:`untake_trigger`) those of a dead node whose occurrence
+        has no execution row (the node died between taking and recording it)."""
+        ...
+
+    def untake_trigger(self, request_id: int, taken_by: str) -> bool:
+        """Make a request taken by ``taken_by`` (and not done) untaken again."""
+        ...
+
     def get_trigger(self, request_id: int) -> TriggerRequest | None: ...
 
     def list_triggers(self, job_id: str, *, since: datetime, until: datetime

@@ -159,6 +159,24 @@ class TriggerRequests(SqlConnection):
                 T.id == request_id, T.taken_by == CHAIN_WAIT).values(**values))
         return bool(done.rowcount)
 
+    def stranded_dependency_requests(self, job_ids: Collection[str]
+                                     ) -> list[TriggerRequest]:
+        if not job_ids:
+            return []
+        with self._raw_read() as cur:
+            found = self._raw.select_triggers(
+                cur, "origin = ? AND done = ? AND taken_by IS NOT NULL AND taken_by <> ?",
+                (Origin.DEPENDENCY.value, False, CHAIN_WAIT))
+        return [r for r in found if r.job_id in job_ids]
+
+    def untake_trigger(self, request_id: int, taken_by: str) -> bool:
+        T = trigger_requests.c
+        with self._write() as conn:
+            done = conn.execute(sa.update(trigger_requests).where(
+                T.id == request_id, T.taken_by == taken_by, T.done.is_(False),
+            ).values(taken_by=None, taken_at=None))
+        return bool(done.rowcount)
+
     def get_trigger(self, request_id: int) -> TriggerRequest | None:
         with self._raw_read() as cur:
             return self._raw.get_trigger(cur, request_id)

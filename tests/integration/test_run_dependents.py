@@ -8,12 +8,14 @@ import collections
 import json
 import time
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from test_run_support import Project, open_sqlite
+
+from cronctl.store import open_store
 
 pytestmark = pytest.mark.slow
 
@@ -135,3 +137,28 @@ def test_trigger_and_replay_with_chain(tmp_path: Path) -> None:
         assert run.stop() == 0, run.text()[-2000:]
     rows = _rows(project)
     assert len(rows["extract"]) == 3 and len(rows["load"]) == 2, rows
+
+
+def test_a_request_taken_by_a_node_that_stopped_runs_again(tmp_path: Path) -> None:
+    """A node took a dependent's request and died before it wrote the execution row: a
+    live node gives the request back and it runs, once."""
+    project = Project(tmp_path, f"sqlite:///{tmp_path / 'state.db'}")
+    project.jobs(_jobs('cron = "0 0 0 1 1 *"'))
+    t = datetime(2026, 1, 1, tzinfo=UTC)
+    store = open_store(project.database, node_id="ghost")
+    try:
+        assert store.decide_dependent("transform", t, "ghost")
+        [taken] = store.take_triggers("ghost", job_ids={"transform"})
+        assert taken.taken_by == "ghost"
+    finally:
+        store.close()
+    run = project.start()
+    try:
+        assert run.wait_for(lambda t: "ready" in t.lower(), 15), run.text()
+        assert _until(_ended(project, "transform", t), 15), run.text()[-2000:]
+        assert "took it and stopped before it ran; queued again" in run.text()
+    finally:
+        assert run.stop() == 0, run.text()[-2000:]
+    [row] = _rows(project)["transform"]
+    assert (row.scheduled_at, row.origin.value, row.status.value) == (
+        t, "dependency", "succeeded")

@@ -81,3 +81,31 @@ def test_violations_name_the_jobs(write: WriteJob, load: Load, jobs: str,
     write("b.toml", jobs)
     got = [(v.job, v.key, v.message) for v in load().violations]
     assert got == expected
+
+
+def test_dependents_of_single_instance_parents_are_single_instance(write: WriteJob,
+                                                                   load: Load) -> None:
+    write("a.toml", """
+        [jobs.extract]
+        every = "1m"
+        mode = "single_instance"
+        command = ["true"]
+
+        [jobs.transform]
+        after = ["extract"]
+        command = ["true"]
+
+        [jobs.load]
+        after = ["transform"]
+        command = ["true"]
+
+        [jobs.audit]
+        after = ["extract"]
+        mode = "every_instance"
+        command = ["true"]
+        """)
+    result = load()
+    assert result.violations == ()
+    modes = {j.id: j.mode.value for j in result.jobs}
+    assert modes == {"extract": "single_instance", "transform": "single_instance",
+                     "load": "single_instance", "audit": "every_instance"}
