@@ -191,6 +191,29 @@ def _written(target: NextTarget) -> tuple[str, str | None]:
     return expr.written, expr.hash_id
 
 
+# Consecutive left-out instants with the same reason shown before the rest are summed
+# up in one line (a per-second job on an excluded day is 86,400 of them).
+SHOWN_LEFT_OUT = 3
+
+
+def _collapsed(rows: Sequence[FireRow]) -> list[FireRow | tuple[int, str]]:
+    """The rows, with each run of more than :data:`SHOWN_LEFT_OUT` consecutive left-out
+    instants of one reason cut to its first ones and ``(how many more, reason)``."""
+    out: list[FireRow | tuple[int, str]] = []
+    run = 0
+    for i, row in enumerate(rows):
+        same = (row.left_out is not None and i > 0
+                and rows[i - 1].left_out == row.left_out)
+        run = run + 1 if same else (1 if row.left_out is not None else 0)
+        if run <= SHOWN_LEFT_OUT:
+            out.append(row)
+        elif isinstance(out[-1], tuple):
+            out[-1] = (out[-1][0] + 1, out[-1][1])
+        else:
+            out.append((1, row.left_out or ""))
+    return out
+
+
 def _header(target: NextTarget) -> list[tuple[str, str]]:
     schedule = target.schedule
     lines = []
@@ -223,13 +246,27 @@ def render_plain(target: NextTarget, start: datetime, rows: Sequence[FireRow],
         out.append("no fire within 4 years")
         return "\n".join(out)
     table = [(_local_text(r.local), iso_z(r.utc), _relative(r.utc, now or start),
-              f"left out: {r.left_out}" if r.left_out else r.note or "") for r in rows]
+              f"left out: {r.left_out}" if r.left_out else r.note or "") if isinstance(
+                  r, FireRow) else ("", "", "", f"... {r[0]} more left out: {r[1]}")
+             for r in _collapsed(rows)]
     widths = [max(len(row[i]) for row in table) for i in range(3)]
     out.append("")
     for local, utc, rel, note in table:
+        if not local:
+            out.append(note)
+            continue
         line = f"{local:<{widths[0]}}  {utc:<{widths[1]}}  {rel:<{widths[2]}}  {note}"
         out.append(line.rstrip())
+    if _gave_up(rows):
+        out.append(_GAVE_UP)
     return "\n".join(out)
+
+
+_GAVE_UP = f"(stopped after {MAX_LEFT_OUT} instants left out by the job's calendars)"
+
+
+def _gave_up(rows: Sequence[FireRow]) -> bool:
+    return sum(1 for row in rows if row.left_out is not None) >= MAX_LEFT_OUT
 
 
 def _render_rich(target: NextTarget, start: datetime, rows: Sequence[FireRow], now: datetime,
@@ -251,7 +288,10 @@ def _render_rich(target: NextTarget, start: datetime, rows: Sequence[FireRow], n
     table.add_column("when", no_wrap=True)
     table.add_column("DST / calendar")
     number = 0
-    for row in rows:
+    for row in _collapsed(rows):
+        if isinstance(row, tuple):
+            table.add_row("", "", "", "", f"... {row[0]} more left out: {row[1]}")
+            continue
         if row.left_out is not None:  # not a fire: no number, struck through
             table.add_row("-", f"[strike]{_local_text(row.local)}[/strike]", iso_z(row.utc),
                           "", f"left out: {row.left_out}")
@@ -260,6 +300,8 @@ def _render_rich(target: NextTarget, start: datetime, rows: Sequence[FireRow], n
         table.add_row(str(number), _local_text(row.local), iso_z(row.utc),
                       _relative(row.utc, now), row.note or "")
     console.print(table)
+    if _gave_up(rows):
+        console.print(_GAVE_UP)
 
 
 def _job_lookup(ctx: typer.Context) -> JobLookup:
