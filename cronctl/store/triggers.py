@@ -135,9 +135,10 @@ class TriggerRequests(SqlConnection):
             set_={"taken_by": CHAIN_WAIT, "taken_at": None, "done": False, "error": None,
                   "requested_at": at, "origin": Origin.DEPENDENCY.value},
             # decided without running (an upstream skip): wait again; never twice
-            where=sa.and_(T.done.is_(True), T.execution_id.is_(None)))
+            where=sa.and_(T.done.is_(True), T.execution_id.is_(None)),
+        ).returning(T.id)  # (rowcount is -1 for an upsert with RETURNING on psycopg)
         with self._write() as conn:
-            return bool(conn.execute(stmt).rowcount)
+            return conn.execute(stmt).scalar_one_or_none() is not None
 
     def chain_waits(self, job_ids: Collection[str]) -> list[TriggerRequest]:
         if not job_ids:
