@@ -28,6 +28,7 @@ class SkipReason(enum.StrEnum):
     SUPERSEDED = "superseded"  # queue_one kept a newer fire instead of this one
     EXPIRED = "expired"  # waited longer than misfire_threshold for a slot, queue_one or group
     CALENDAR = "calendar"  # a calendar of the job excludes the instant's local date
+    UPSTREAM = "upstream"  # a dependent's parent ended otherwise, was skipped, or timed out
     # Not a ledger reason: a reload removed or disabled the job while this fire waited (a
     # retry or a queued fire of a job that no longer exists; logged at DEBUG).
     REMOVED = "removed"

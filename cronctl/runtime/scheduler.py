@@ -34,6 +34,7 @@ from cronctl.runtime.fire.lookahead import Lookahead
 from cronctl.runtime.health import DatabaseHealth
 from cronctl.runtime.inbox import (
     Cancel,
+    Decided,
     Done,
     Message,
     Paused,
@@ -113,7 +114,8 @@ class Scheduler:
                                 flush=self._flush_waiting)
         self.polls.jobs_are(j.id for j in self._jobs)
         self.upstream = Upstream(store, node_id=config.node_id, clock=self.clock,
-                                 jobs=lambda: self._jobs, ttl=self._ttl)  # section 8
+                                 jobs=lambda: self._jobs, ttl=self._ttl,  # section 8
+                                 decided=lambda skip: self._inbox.put(Decided(skip)))
         beat = config.heartbeat_interval.total_seconds()
         if store.beat_interval is not None:
             beat = min(beat, store.beat_interval)
@@ -353,6 +355,8 @@ class Scheduler:
                                                      self.clock(), mono=self.mono()))
             elif isinstance(msg, StoreBack):
                 self._store_back()
+            elif isinstance(msg, Decided):
+                self.watch.skipped(msg.skip)
         except Exception:
             log.exception("internal error handling %s", type(msg).__name__)
         return None

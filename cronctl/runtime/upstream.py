@@ -21,6 +21,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 
+from cronctl.core import Skip, SkipReason
 from cronctl.core.calendars import exclusion
 from cronctl.core.dependencies import (
     ParentFact,
@@ -31,7 +32,7 @@ from cronctl.core.dependencies import (
 )
 from cronctl.core.timing import schedule_for
 from cronctl.ids import occurrence_id
-from cronctl.jobs.model import JobDefinition
+from cronctl.jobs.model import JobDefinition, Origin
 from cronctl.runtime.logsetup import ids
 from cronctl.store.base import Store
 
@@ -63,8 +64,10 @@ class Upstream:
 
     def __init__(self, store: Store, *, node_id: str, clock: Callable[[], datetime],
                  jobs: Callable[[], Sequence[JobDefinition]],
-                 ttl: timedelta = timedelta(seconds=15)) -> None:
+                 ttl: timedelta = timedelta(seconds=15),
+                 decided: Callable[[Skip], None] | None = None) -> None:
         self.store = store
+        self.decided = decided  # the observers hear of the skips this node decided
         self.ttl = ttl  # a node silent this long is dead (as liveness judges it)
         self._polls = 0
         self.node_id = node_id
@@ -160,6 +163,9 @@ class Upstream:
                 if reason:
                     log.info("skipped job=%s planned=%s reason=%s (%s)", job.id,
                              t.isoformat(), reason, detail, extra=ids(job.id))
+                    if self.decided is not None:
+                        self.decided(Skip(job.id, t, Origin.DEPENDENCY,
+                                          SkipReason(reason), detail=detail))
                 else:
                     log.info("dependent ready job=%s planned=%s: %s", job.id, t.isoformat(),
                              detail, extra=ids(job.id))

@@ -162,3 +162,36 @@ def test_a_request_taken_by_a_node_that_stopped_runs_again(tmp_path: Path) -> No
     [row] = _rows(project)["transform"]
     assert (row.scheduled_at, row.origin.value, row.status.value) == (
         t, "dependency", "succeeded")
+
+
+def test_upstream_skips_reach_the_metrics(tmp_path: Path) -> None:
+    import socket
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    project = Project(tmp_path, f"sqlite:///{tmp_path / 'state.db'}",
+                      extra=f'\n[metrics]\nlisten = "127.0.0.1:{port}"\n')
+    project.jobs(_jobs('every = "1s"').replace('command = ["true"]\n', 'command = ["false"]\n'
+                                                 'max_attempts = 1\n', 1))
+    run = project.start()
+    try:
+        assert run.wait_for(lambda t: "ready" in t.lower(), 15), run.text()
+        assert _until(lambda: bool(_skips(project, "transform")), 10), run.text()[-2000:]
+        time.sleep(1)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+            text = resp.read().decode()
+    finally:
+        assert run.stop() == 0, run.text()[-2000:]
+    counted = [line for line in text.splitlines() if line.startswith(
+        'cronctl_skipped_total{job="transform",reason="upstream"}')]
+    assert counted and float(counted[0].split()[-1]) >= 1, text[-3000:]
+
+
+def _skips(project: Project, job: str) -> list[Any]:
+    store = open_sqlite(project)
+    try:
+        return store.list_skips(job_id=job, limit=None)
+    finally:
+        store.close()
