@@ -149,13 +149,21 @@ def _schedule(row: ListRow) -> Cell:
     return (f"{row.schedule} = {row.resolved}", row.resolved)
 
 
+_AFTER, _CALENDAR = 5, 6  # shown only when some job has parents / calendars
+
+
 def table(rows: Sequence[ListRow], now: datetime) -> Table:
-    return Table(COLUMNS, tuple(
-        Row((row.id, _schedule(row), row.timezone, row.mode, row.target,
-             ",".join(row.after) or "-", ",".join(row.calendars) or "-", _when(row, now),
-             row.last_status or "-"),
+    drop = {i for i, used in ((_AFTER, any(r.after for r in rows)),
+                              (_CALENDAR, any(r.calendars for r in rows))) if not used}
+    cells = (
+        (row.id, _schedule(row), row.timezone, row.mode, row.target,
+         ",".join(row.after) or "-", ",".join(row.calendars) or "-", _when(row, now),
+         row.last_status or "-")
+        for row in rows)
+    return Table(tuple(c for i, c in enumerate(COLUMNS) if i not in drop), tuple(
+        Row(tuple(c for i, c in enumerate(cell) if i not in drop),
             style=None if row.enabled else "dim")
-        for row in rows))
+        for row, cell in zip(rows, cells, strict=True)))
 
 
 def _statuses(checked: Any) -> JobStatusSource | None:
