@@ -1,6 +1,6 @@
 """Fault injection for dependents (SPEC section 8): an extract -> transform -> load
 chain (extract every second, single_instance) on three ``cronctl run`` nodes sharing one
-SQLite database, a node SIGKILLed and restarted every few seconds (the rotation of
+database (SQLite, and a private PostgreSQL server), a node SIGKILLed and restarted every few seconds (the rotation of
 :mod:`test_chaos`).
 
 The audit: every planned instant of extract has an execution or a skip record; each
@@ -161,11 +161,31 @@ def audit(root: Path, rows: dict[str, list[Any]], skips: dict[str, list[Any]],
     }
 
 
-def test_chain_chaos_sqlite(tmp_path: Path) -> None:
-    figures = run_chain_chaos(tmp_path, f"sqlite:///{tmp_path / 'state.db'}")
-    print(f"\nchain chaos sqlite: {figures}")
+def _check(figures: dict[str, Any], db: str) -> None:
+    print(f"\nchain chaos {db}: {figures}")
     assert figures["executed"]["load"] > 0, figures
     for key in ("unaccounted", "duplicated", "ran_and_skipped", "double_skips",
                 "out_of_order"):
         assert figures[key] == 0, figures
     assert all(code == 0 for code in figures["exit_codes"].values()), figures
+
+
+def test_chain_chaos_sqlite(tmp_path: Path) -> None:
+    _check(run_chain_chaos(tmp_path, f"sqlite:///{tmp_path / 'state.db'}"), "sqlite")
+
+
+def test_chain_chaos_postgresql(tmp_path: Path) -> None:
+    from private_pg import PrivatePostgres
+
+    try:
+        server = PrivatePostgres(tmp_path / "pg")
+    except RuntimeError as exc:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(f"PostgreSQL server binaries required in CI: {exc}")
+        pytest.skip(str(exc))
+    server.start()
+    try:
+        figures = run_chain_chaos(tmp_path / "run", server.url)
+    finally:
+        server.stop()
+    _check(figures, "postgresql")
