@@ -1,7 +1,7 @@
 """Fault injection for dependents (SPEC section 8): an extract -> transform -> load
 chain (extract every second, single_instance) on three ``cronctl run`` nodes sharing one
-database (SQLite, and a private PostgreSQL server), a node SIGKILLed and restarted every few seconds (the rotation of
-:mod:`test_chaos`).
+database (SQLite, and a private PostgreSQL server), a node SIGKILLed and restarted every
+few seconds (the rotation of :mod:`test_chaos`).
 
 The audit: every planned instant of extract has an execution or a skip record; each
 dependent has at most one first attempt per instant cluster-wide and never both an
