@@ -69,6 +69,7 @@ def list_rows(
     store: JobStatusSource | None = None,
 ) -> list[ListRow]:
     """One row per job, sorted by id. ``store`` supplies last status and paused flags."""
+    from cronctl.core.calendars import next_run
     from cronctl.jobs.checks import job_schedule
 
     rows: list[ListRow] = []
@@ -76,7 +77,7 @@ def list_rows(
         paused = store.is_paused(job.id) if store is not None else False
         next_fire = None
         if job.enabled and not paused:
-            next_fire = _next_run(job, job_schedule(job), now)
+            next_fire = next_run(job, job_schedule(job), now)
         rows.append(ListRow(
             id=job.id,
             schedule=job.written_text,
@@ -93,21 +94,6 @@ def list_rows(
             after=tuple(str(edge) for edge in job.after),
         ))
     return rows
-
-
-def _next_run(job: JobDefinition, schedule: Any, now: datetime) -> datetime | None:
-    """The next planned instant that runs: one its calendars exclude does not (1,000
-    excluded instants in a row: shown as never, rather than searching on)."""
-    fire = schedule.next_after(now)
-    if not job.calendars:
-        return fire  # type: ignore[no-any-return]
-    from cronctl.core.calendars import exclusion
-
-    for _ in range(1000):
-        if fire is None or exclusion(job, fire) is None:
-            return fire  # type: ignore[no-any-return]
-        fire = schedule.next_after(fire)
-    return None
 
 
 def _when(row: ListRow, now: datetime) -> Cell:

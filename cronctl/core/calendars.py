@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from cronctl.core.actions import Skip, SkipReason
+from cronctl.core.timing import ScheduleLike
 from cronctl.cron import load_zone
 from cronctl.jobs.calendar import Exclusion, excluded
 from cronctl.jobs.model import JobDefinition, Origin
@@ -31,4 +32,18 @@ def calendar_skip(job: JobDefinition, planned: datetime, origin: Origin) -> Skip
     return Skip(job.id, planned, origin, SkipReason.CALENDAR, detail=hit.detail)
 
 
-__all__ = ["calendar_skip", "exclusion"]
+def next_run(job: JobDefinition, schedule: ScheduleLike, after: datetime,
+             *, search: int = 1000) -> datetime | None:
+    """The job's first planned instant after ``after`` that its calendars let run (None
+    when none is found among the next ``search`` planned instants)."""
+    fire = schedule.next_after(after)
+    if not job.calendars:
+        return fire
+    for _ in range(search):
+        if fire is None or exclusion(job, fire) is None:
+            return fire
+        fire = schedule.next_after(fire)
+    return None
+
+
+__all__ = ["calendar_skip", "exclusion", "next_run"]

@@ -90,3 +90,17 @@ def test_why_names_the_calendar_and_rule() -> None:
                     paused=False, tracked=True, calendar=detail)
     assert (ahead.outcome, ahead.reason) == (Outcome.FUTURE, "calendar")
     assert ahead.detail.endswith(f"it will not run: {detail}")
+
+
+def test_next_run_steps_over_excluded_instants() -> None:
+    from cronctl.core.calendars import next_run
+    from cronctl.core.timing import schedule_for
+
+    j = job(cron="0 0 9 * * *", timezone="Europe/Helsinki", calendars=(FI, WEEKEND))
+    friday_evening = datetime(2026, 12, 4, 18, tzinfo=UTC)
+    # Saturday 5th, Sunday 6th (also Itsenäisyyspäivä) are excluded: Monday 7th, 07:00Z
+    assert next_run(j, schedule_for(j), friday_evening) == datetime(2026, 12, 7, 7,
+                                                                      tzinfo=UTC)
+    every_day = job(cron="0 0 9 * * *", calendars=(Calendar("all", weekdays=frozenset(
+        range(7))),))
+    assert next_run(every_day, schedule_for(every_day), friday_evening, search=10) is None
