@@ -112,8 +112,10 @@ class Upstream:
             since = live.get(taker)
             if since is not None and (request.taken_at is None or request.taken_at >= since):
                 continue
-            if self.store.executions_of_occurrence(request.job_id,
-                                                   occurrence_id(request.job_id, t)):
+            rows = self.store.executions_of_occurrence(request.job_id,
+                                                       occurrence_id(request.job_id, t))
+            if rows:  # it ran (recovery has the rest): only close the request
+                self.store.complete_trigger(request.id, execution_id=rows[0].id)
                 continue
             if self.store.untake_trigger(request.id, taker):
                 log.warning("dependent job=%s planned=%s: node %s took it and stopped "
