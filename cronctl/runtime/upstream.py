@@ -38,9 +38,11 @@ from cronctl.store.base import Store
 
 log = logging.getLogger("cronctl.runtime")
 
-# Planned instants judged per dependent and poll (a per-second chain that fell far
-# behind catches up over several polls rather than in one long one).
+# Planned instants judged per dependent and poll, the waiting ones included (a
+# per-second chain that fell far behind catches up over several polls rather than in
+# one long one).
 WINDOW = 500
+_TICK = timedelta(microseconds=1)
 STRANDED_EVERY = 10  # polls between looks for requests a dead node took (~5 s)
 
 
@@ -70,6 +72,8 @@ class Upstream:
         self.decided = decided  # the observers hear of the skips this node decided
         self.ttl = ttl  # a node silent this long is dead (as liveness judges it)
         self._polls = 0
+        # per dependent: (schedule, newest instant judged, instants still waiting)
+        self._progress: dict[str, tuple[str, datetime, list[datetime]]] = {}
         self.node_id = node_id
         self.clock = clock
         self.jobs = jobs
@@ -151,30 +155,48 @@ class Upstream:
             self.store.advance_cursor(job.id, now)
             return
         paused = state is not None and state.paused
-        decided = cursor
-        prefix = True
-        for t in schedule_for(job).between(cursor, now, limit=WINDOW):
+        # The instants still waiting, and the newest one judged: a parent occurrence that
+        # runs for hours must not hold back the instants after it (they are judged as
+        # they come; the cursor stays before the oldest waiting one). In memory: after a
+        # restart, judging starts again at the cursor (claims make a second judgment a
+        # no-op).
+        kept = self._progress.get(job.id)
+        if kept is None or kept[0] != job.schedule_text or kept[1] < cursor:
+            kept = (job.schedule_text, cursor, [])
+        _, frontier, waiting = kept
+        waiting = [t for t in waiting if t > cursor]
+        room = WINDOW - len(waiting)
+        fresh = schedule_for(job).between(frontier, now, limit=room) if room > 0 else []
+        still: list[datetime] = []
+        for t in [*waiting, *fresh]:
             skip = self._judge(job, jobs, t, now, paused)
             if skip is None:
-                prefix = False  # waiting: judged again at the next poll
-                continue
-            reason, detail = skip
-            claimed = self.store.decide_dependent(
-                job.id, t, self.node_id, skip=None if reason == "" else skip, now=now)
-            if claimed:
-                if reason:
-                    log.info("skipped job=%s planned=%s reason=%s (%s)", job.id,
-                             t.isoformat(), reason, detail, extra=ids(job.id))
-                    if self.decided is not None:
-                        self.decided(Skip(job.id, t, Origin.DEPENDENCY,
-                                          SkipReason(reason), detail=detail))
-                else:
-                    log.info("dependent ready job=%s planned=%s: %s", job.id, t.isoformat(),
-                             detail, extra=ids(job.id))
-            if prefix:
-                decided = t
+                still.append(t)  # judged again at the next poll
+            else:
+                self._claim(job, t, skip, now)
+        newest = fresh[-1] if fresh else frontier
+        self._progress[job.id] = (job.schedule_text, newest, still)
+        # every instant up to the cursor is decided
+        decided = min(still) - _TICK if still else newest
         if decided > cursor:
             self.store.advance_cursor(job.id, decided)
+
+    def _claim(self, job: JobDefinition, t: datetime, skip: tuple[str, str], now: datetime
+               ) -> None:
+        reason, detail = skip
+        claimed = self.store.decide_dependent(
+            job.id, t, self.node_id, skip=None if reason == "" else skip, now=now)
+        if not claimed:
+            return  # another node (or an earlier judgment) decided it
+        if reason:
+            log.info("skipped job=%s planned=%s reason=%s (%s)", job.id, t.isoformat(),
+                     reason, detail, extra=ids(job.id))
+            if self.decided is not None:
+                self.decided(Skip(job.id, t, Origin.DEPENDENCY, SkipReason(reason),
+                                  detail=detail))
+        else:
+            log.info("dependent ready job=%s planned=%s: %s", job.id, t.isoformat(), detail,
+                     extra=ids(job.id))
 
     def _judge(self, job: JobDefinition, jobs: Mapping[str, JobDefinition], t: datetime,
                now: datetime, paused: bool) -> tuple[str, str] | None:

@@ -199,8 +199,8 @@ def _skips(project: Project, job: str) -> list[Any]:
 
 def test_why_says_waiting_while_the_parent_runs(tmp_path: Path) -> None:
     project = Project(tmp_path, f"sqlite:///{tmp_path / 'state.db'}")
-    project.jobs(_jobs('every = "5s"').replace('command = ["true"]',
-                                                'command = ["sleep", "3"]', 1))
+    project.jobs(_jobs('every = "10s"').replace('command = ["true"]',
+                                                 'command = ["sleep", "8"]', 1))
     run = project.start()
     try:
         assert run.wait_for(lambda t: "ready" in t.lower(), 15), run.text()
@@ -208,13 +208,13 @@ def test_why_says_waiting_while_the_parent_runs(tmp_path: Path) -> None:
         def running() -> list[Any]:
             return [r for r in _rows(project)["extract"] if r.status.value == "running"]
 
-        assert _until(lambda: bool(running()), 10), run.text()[-2000:]
+        assert _until(lambda: bool(running()), 15), run.text()[-2000:]
         at = running()[0].scheduled_at
         doc = json.loads(project.cli("why", "transform", at.isoformat(), "--json").stdout)
         z = at.strftime("%Y-%m-%dT%H:%M:%SZ")
         assert (doc["outcome"], doc["reason"]) == ("pending", "upstream"), doc
         assert doc["detail"] == f"waiting on extract@{z} (running)", doc
-        assert _until(_ended(project, "transform", at), 10), run.text()[-2000:]
+        assert _until(_ended(project, "transform", at), 15), run.text()[-2000:]
         doc = json.loads(project.cli("why", "transform", at.isoformat(), "--json").stdout)
         assert doc["outcome"] == "ran", doc
     finally:
