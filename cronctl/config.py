@@ -20,10 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 from cronctl.durations import DurationError, parse_duration
 from cronctl.errors import ConfigError, UsageError
+from cronctl.jobs.calendar_tables import RawCalendar
 from cronctl.jobs.model import DEFAULT_OUTPUT_LIMIT
 from cronctl.jobs.notify import NotifySpec, read_notify
 from cronctl.jobs.sandbox import to_output_limit
 from cronctl.jobs.settings import JobSettings
+from cronctl.jobs.toml_source import read_config_calendars
 from cronctl.jobs.tomlfile import read_toml
 from cronctl.jobs.violation import Violation, did_you_mean, display_path, one_line
 from cronctl.store.urls import kind_of, redact
@@ -77,6 +79,8 @@ class Config:
     metrics_listen: tuple[str, int] | None = None
     # [notify]: the notifications of every job (a job's notify table overrides it by key).
     notify: NotifySpec = NotifySpec()
+    # [calendars.NAME] tables (SPEC section 8), built and checked with the jobs.
+    calendars: tuple[RawCalendar, ...] = ()
 
     @property
     def in_memory(self) -> bool:
@@ -98,6 +102,7 @@ class Config:
             tracked_default=self.tracked,
             output_limit_default=self.output_limit,
             python_path=self.python_path,
+            calendar_tables=self.calendars,
         )
 
 
@@ -127,7 +132,7 @@ SCHEDULER_KEYS = (
     "python_path",
     "output_limit",
 )
-SECTIONS = ("scheduler", "metrics", "notify", "retention")
+SECTIONS = ("scheduler", "metrics", "notify", "retention", "calendars")
 RETENTION_KEYS = ("executions", "keep_last", "skipped", "interval", "max_log_lines")
 MAX_KEEP_LAST = 1_000_000
 MAX_LOG_LINES = 10_000_000
@@ -296,6 +301,10 @@ def _read_sections(path: Path, sections: dict[str, Any], violations: list[Violat
     ``violations``."""
     changes: dict[str, Any] = {}
     shown = display_path(path)
+    if "calendars" in sections:
+        calendars, calendar_problems = read_config_calendars(path, sections)
+        violations.extend(calendar_problems)
+        changes["calendars"] = tuple(calendars)
     if "retention" in sections:
         changes["retention"] = _retention(path, sections["retention"], violations)
     if "notify" in sections:

@@ -80,7 +80,8 @@ def skip_entries(store: Reader, config: Config, *, job_id: str | None,
                 "occurrence_id": occurrence_id(run.job_id, at),
                 "scheduled_at": iso_z(at), "started_at": None, "finished_at": None,
                 "status": SKIPPED, "reason": run.reason, "attempt": 0, "node": run.node_id,
-                "origin": "cron", "error": None,
+                "origin": "dependency" if run.reason == "upstream" else "cron",
+                "error": None, "detail": run.detail,  # which calendar, which parent
             })
             if len(entries) >= limit:
                 return entries
@@ -201,7 +202,8 @@ def _skip_row(entry: dict[str, Any], times: Times) -> Row:
     return Row(("-" if entry["skip_id"] is None else f"s{entry['skip_id']}",
                 escape_for_terminal(entry["job"]), times.at(scheduled), "-", "-",
                 SKIPPED, "0", escape_for_terminal(entry["node"]), entry["origin"],
-                _error(entry["reason"], times)))
+                _error(entry["reason"] + (f": {entry['detail']}" if entry.get("detail")
+                                          else ""), times)))
 
 
 def history(

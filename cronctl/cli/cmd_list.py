@@ -40,6 +40,8 @@ class ListRow:
     last_status: str | None
     description: str | None
     resolved: str = ""  # what fires: H resolved with the job's id ("" = schedule)
+    calendars: tuple[str, ...] = ()  # the job's calendars (section 8), in its order
+    after: tuple[str, ...] = ()  # a dependent's parents, as written ("load:any")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -54,6 +56,8 @@ class ListRow:
             "next_fire": iso_z(self.next_fire),
             "last_status": self.last_status,
             "description": self.description,
+            "calendar": list(self.calendars),
+            "after": list(self.after),
         }
 
 
@@ -64,6 +68,7 @@ def list_rows(
     store: JobStatusSource | None = None,
 ) -> list[ListRow]:
     """One row per job, sorted by id. ``store`` supplies last status and paused flags."""
+    from cronctl.core.calendars import next_run
     from cronctl.jobs.checks import job_schedule
 
     rows: list[ListRow] = []
@@ -71,7 +76,7 @@ def list_rows(
         paused = store.is_paused(job.id) if store is not None else False
         next_fire = None
         if job.enabled and not paused:
-            next_fire = job_schedule(job).next_after(now)
+            next_fire = next_run(job, job_schedule(job), now)
         rows.append(ListRow(
             id=job.id,
             schedule=job.written_text,
@@ -84,6 +89,8 @@ def list_rows(
             next_fire=next_fire,
             last_status=store.last_status(job.id) if store is not None else None,
             description=job.description,
+            calendars=tuple(c.name for c in job.calendars),
+            after=tuple(str(edge) for edge in job.after),
         ))
     return rows
 
@@ -104,14 +111,16 @@ def _when(row: ListRow, now: datetime) -> Cell:
             f"{local_time(row.next_fire, row.timezone, now)} ({wait})", wait)
 
 
-# Dropped first when the terminal is narrow: MODE, ZONE, TARGET, SCHEDULE; the id, the
-# next fire and the last status always stay.
+# Dropped first when the terminal is narrow: CALENDAR, AFTER, MODE, ZONE, TARGET, SCHEDULE;
+# the id, the next fire and the last status always stay.
 COLUMNS = (
     Column("ID", shrink=True, floor=16),
     Column("SCHEDULE", priority=2),
     Column("ZONE", priority=4),
     Column("MODE", priority=5),
     Column("TARGET", shrink=True, priority=3),
+    Column("AFTER", shrink=True, priority=6),
+    Column("CALENDAR", shrink=True, priority=7),
     Column("NEXT FIRE"),
     Column("LAST STATUS", status=True),
 )
@@ -125,12 +134,21 @@ def _schedule(row: ListRow) -> Cell:
     return (f"{row.schedule} = {row.resolved}", row.resolved)
 
 
+_AFTER, _CALENDAR = 5, 6  # shown only when some job has parents / calendars
+
+
 def table(rows: Sequence[ListRow], now: datetime) -> Table:
-    return Table(COLUMNS, tuple(
-        Row((row.id, _schedule(row), row.timezone, row.mode, row.target,
-             _when(row, now), row.last_status or "-"),
+    drop = {i for i, used in ((_AFTER, any(r.after for r in rows)),
+                              (_CALENDAR, any(r.calendars for r in rows))) if not used}
+    cells = (
+        (row.id, _schedule(row), row.timezone, row.mode, row.target,
+         ",".join(row.after) or "-", ",".join(row.calendars) or "-", _when(row, now),
+         row.last_status or "-")
+        for row in rows)
+    return Table(tuple(c for i, c in enumerate(COLUMNS) if i not in drop), tuple(
+        Row(tuple(c for i, c in enumerate(cell) if i not in drop),
             style=None if row.enabled else "dim")
-        for row in rows))
+        for row, cell in zip(rows, cells, strict=True)))
 
 
 def _statuses(checked: Any) -> JobStatusSource | None:
@@ -155,7 +173,8 @@ def list_jobs(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
     wide: Annotated[bool, typer.Option("--wide", help=WIDE_HELP)] = False,
 ) -> None:
-    """List the jobs: id, schedule, zone, mode, target, next fire and last status."""
+    """List the jobs: id, schedule, zone, mode, target, parents (after), calendars, next
+    fire and last status."""
     options = global_options(ctx)
     now = datetime.now(UTC)
     checked = check_all(options, now=now)

@@ -40,6 +40,8 @@ class NextTarget:
     schedule: Schedule
     timezone: str
     written: str | None = None  # a job's expression as written, when it has H
+    # A job's calendars (SPEC section 8): why a fire is excluded (None: it is not).
+    excluded: Callable[[datetime], str | None] | None = None
 
 
 # Given a job id, the job's target, or None when there is no such job.
@@ -85,7 +87,8 @@ def resolve_next_target(
             if tz is None:
                 return found
             # --tz only changes how times are shown; the job keeps its own zone for firing.
-            return NextTarget(found.job_id, found.schedule, zone_name, found.written)
+            return NextTarget(found.job_id, found.schedule, zone_name, found.written,
+                              found.excluded)
         raise NotFoundError(
             f"no job {text!r}; a cron expression needs 5 or 6 fields, e.g. '0 8 * * MON-FRI'"
         )
@@ -125,15 +128,29 @@ class FireRow:
     utc: datetime
     local: datetime
     note: str | None
+    left_out: str | None = None  # a calendar excludes it: why (it does not run)
+
+
+# Most excluded instants `next` steps over before it gives up (a calendar that excludes
+# every day of a job's schedule must not loop for 4 years of per-second fires).
+MAX_LEFT_OUT = 1000
 
 
 def next_fires(target: NextTarget, start: datetime, count: int) -> list[FireRow]:
-    """The next ``count`` fires after ``start`` (fewer when the schedule stops firing)."""
+    """The next ``count`` fires after ``start`` (fewer when the schedule stops firing),
+    with the instants a calendar of the job excludes among them, marked ``left_out``
+    (not counted; at most :data:`MAX_LEFT_OUT` of them)."""
     zone = load_zone(target.timezone)
     rows: list[FireRow] = []
+    fires = left = 0
     for fire in target.schedule.iter_after(start):
-        rows.append(FireRow(fire, fire.astimezone(zone), target.schedule.dst_note(fire)))
-        if len(rows) >= count:
+        why = target.excluded(fire) if target.excluded is not None else None
+        rows.append(FireRow(fire, fire.astimezone(zone), target.schedule.dst_note(fire), why))
+        if why is None:
+            fires += 1
+        else:
+            left += 1
+        if fires >= count or left >= MAX_LEFT_OUT:
             break
     return rows
 
@@ -153,7 +170,12 @@ def to_json(target: NextTarget, start: datetime, rows: Sequence[FireRow]) -> dic
         "from": iso_z(start),
         "fires": [
             {"local": row.local.isoformat(), "utc": iso_z(row.utc), "note": row.note}
-            for row in rows
+            for row in rows if row.left_out is None
+        ],
+        # planned instants a calendar of the job excludes: they do not run
+        "excluded": [
+            {"local": row.local.isoformat(), "utc": iso_z(row.utc), "note": row.left_out}
+            for row in rows if row.left_out is not None
         ],
     }
 
@@ -167,6 +189,29 @@ def _written(target: NextTarget) -> tuple[str, str | None]:
     if expr is None or expr.hash_id is None:
         return target.schedule.text, None
     return expr.written, expr.hash_id
+
+
+# Consecutive left-out instants with the same reason shown before the rest are summed
+# up in one line (a per-second job on an excluded day is 86,400 of them).
+SHOWN_LEFT_OUT = 3
+
+
+def _collapsed(rows: Sequence[FireRow]) -> list[FireRow | tuple[int, str]]:
+    """The rows, with each run of more than :data:`SHOWN_LEFT_OUT` consecutive left-out
+    instants of one reason cut to its first ones and ``(how many more, reason)``."""
+    out: list[FireRow | tuple[int, str]] = []
+    run = 0
+    for i, row in enumerate(rows):
+        same = (row.left_out is not None and i > 0
+                and rows[i - 1].left_out == row.left_out)
+        run = run + 1 if same else (1 if row.left_out is not None else 0)
+        if run <= SHOWN_LEFT_OUT:
+            out.append(row)
+        elif isinstance(out[-1], tuple):
+            out[-1] = (out[-1][0] + 1, out[-1][1])
+        else:
+            out.append((1, row.left_out or ""))
+    return out
 
 
 def _header(target: NextTarget) -> list[tuple[str, str]]:
@@ -200,14 +245,28 @@ def render_plain(target: NextTarget, start: datetime, rows: Sequence[FireRow],
     if not rows:
         out.append("no fire within 4 years")
         return "\n".join(out)
-    table = [(_local_text(r.local), iso_z(r.utc), _relative(r.utc, now or start), r.note or "")
-             for r in rows]
+    table = [(_local_text(r.local), iso_z(r.utc), _relative(r.utc, now or start),
+              f"left out: {r.left_out}" if r.left_out else r.note or "") if isinstance(
+                  r, FireRow) else ("", "", "", f"... {r[0]} more left out: {r[1]}")
+             for r in _collapsed(rows)]
     widths = [max(len(row[i]) for row in table) for i in range(3)]
     out.append("")
     for local, utc, rel, note in table:
+        if not local:
+            out.append(note)
+            continue
         line = f"{local:<{widths[0]}}  {utc:<{widths[1]}}  {rel:<{widths[2]}}  {note}"
         out.append(line.rstrip())
+    if _gave_up(rows):
+        out.append(_GAVE_UP)
     return "\n".join(out)
+
+
+_GAVE_UP = f"(stopped after {MAX_LEFT_OUT} instants left out by the job's calendars)"
+
+
+def _gave_up(rows: Sequence[FireRow]) -> bool:
+    return sum(1 for row in rows if row.left_out is not None) >= MAX_LEFT_OUT
 
 
 def _render_rich(target: NextTarget, start: datetime, rows: Sequence[FireRow], now: datetime,
@@ -227,11 +286,22 @@ def _render_rich(target: NextTarget, start: datetime, rows: Sequence[FireRow], n
     table.add_column("local", no_wrap=True)
     table.add_column("UTC", no_wrap=True)
     table.add_column("when", no_wrap=True)
-    table.add_column("DST")
-    for number, row in enumerate(rows, start=1):
+    table.add_column("DST / calendar")
+    number = 0
+    for row in _collapsed(rows):
+        if isinstance(row, tuple):
+            table.add_row("", "", "", "", f"... {row[0]} more left out: {row[1]}")
+            continue
+        if row.left_out is not None:  # not a fire: no number, struck through
+            table.add_row("-", f"[strike]{_local_text(row.local)}[/strike]", iso_z(row.utc),
+                          "", f"left out: {row.left_out}")
+            continue
+        number += 1
         table.add_row(str(number), _local_text(row.local), iso_z(row.utc),
                       _relative(row.utc, now), row.note or "")
     console.print(table)
+    if _gave_up(rows):
+        console.print(_GAVE_UP)
 
 
 def _job_lookup(ctx: typer.Context) -> JobLookup:
@@ -242,7 +312,15 @@ def _job_lookup(ctx: typer.Context) -> JobLookup:
         from cronctl.jobs import find_job, job_schedule
 
         job = find_job(load_config(global_options(ctx)).job_settings, job_id)
-        return NextTarget(job.id, job_schedule(job), job.timezone, job.cron_written)
+        excluded = None
+        if job.calendars:
+            from cronctl.core.calendars import exclusion
+
+            def excluded(fire: datetime) -> str | None:
+                hit = exclusion(job, fire)
+                return None if hit is None else hit.detail
+        return NextTarget(job.id, job_schedule(job), job.timezone, job.cron_written,
+                          excluded)
 
     return lookup
 

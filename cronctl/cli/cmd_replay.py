@@ -20,6 +20,7 @@ import typer
 from cronctl.cli import argtypes
 from cronctl.cli.options import global_options
 from cronctl.cli.shared import (
+    chain_for,
     complete_job_ids,
     iso_z,
     open_for_writing,
@@ -75,6 +76,9 @@ def replay(
         help="Queue at most N occurrences (the oldest).")] = DEFAULT_MAX,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Show what would be queued; write nothing.")] = False,
+    chain: Annotated[bool, typer.Option(
+        "--chain", help="Also run the jobs that depend on JOB (after = [...]) for each "
+        "queued occurrence, once it has ended as they require.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
 ) -> None:
     """Queue the occurrences of JOB in (--since, --until] that never ran, oldest first."""
@@ -89,6 +93,7 @@ def replay(
     config = load_config(options)
     definition = find_job(config.job_settings, job)  # NotFoundError: exit 3
     require_database(config, "'cronctl replay'")
+    chained = chain_for(config, job) if chain else []
     schedule = job_schedule(definition)
     # A dry run is read-only: a database that does not exist yet has no executions and no
     # requests (and is not created).
@@ -106,6 +111,9 @@ def replay(
         if not dry_run and result.queue:
             assert store is not None
             queued, raced = enqueue(store, job, result.queue, now)
+            for o in queued:  # their dependents wait for the replayed executions
+                for dependent in chained:
+                    store.wait_chain(dependent, o.scheduled_at, now=now)
             skipped = sorted([*skipped, *raced], key=lambda o: o.scheduled_at)
             live = bool(store.live_nodes(now, config.heartbeat_interval * 3))
     finally:
@@ -129,9 +137,13 @@ def replay(
             "queued": [_occurrence_json(o) for o in shown],
             "already_handled": [_occurrence_json(o) for o in skipped],
             "left_out": result.left_out, "left_out_at_least": result.scan_truncated,
+            "chained": chained,
         }, indent=2))
         return
     typer.echo(_text(job, dry_run, shown, skipped, result, max_count, start, end))
+    if chained and shown:
+        typer.echo(f"{'would chain' if dry_run else 'chained'}: {', '.join(chained)} run "
+                   f"after each, at the same instant (origin dependency)")
 
 
 def _text(job: str, dry_run: bool, shown: Sequence[Occurrence], skipped: Sequence[Occurrence],

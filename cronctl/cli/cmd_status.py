@@ -89,10 +89,12 @@ def _execution_json(record: ExecutionRecord) -> dict[str, Any]:
 
 def next_fires(jobs: Sequence[JobDefinition], paused: set[str], now: datetime
                ) -> list[NextFire]:
-    """The next fire of every enabled, unpaused job: soonest first, never-firing last."""
+    """The next fire of every enabled, unpaused job (the next instant its calendars let
+    run): soonest first, never-firing last."""
+    from cronctl.core.calendars import next_run
     from cronctl.jobs.checks import job_schedule
 
-    fires = [NextFire(job.id, job_schedule(job).next_after(now))
+    fires = [NextFire(job.id, next_run(job, job_schedule(job), now))
              for job in jobs if job.enabled and job.id not in paused]
     return sorted(fires, key=lambda f: (f.at is None, f.at or now, f.job))
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from cronctl.cli.options import global_options
-from cronctl.cli.shared import complete_job_ids, execution_json, open_state
+from cronctl.cli.shared import chain_for, complete_job_ids, execution_json, open_state
 from cronctl.errors import CronctlError
 
 if TYPE_CHECKING:
@@ -57,6 +57,9 @@ def trigger(
     wait: Annotated[bool, typer.Option("--wait", help="Wait for the final status.")] = False,
     here: Annotated[bool, typer.Option(
         "--here", help="Run it in this process instead of a running scheduler.")] = False,
+    chain: Annotated[bool, typer.Option(
+        "--chain", help="Also run the jobs that depend on JOB (after = [...]) for this "
+        "occurrence, once it has ended as they require.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
 ) -> None:
     """Run one occurrence of JOB now (origin = manual)."""
@@ -67,6 +70,12 @@ def trigger(
     config = load_config(options)
     definition = find_job(config.job_settings, job)  # NotFoundError: exit 3
     emit = _Emit(as_json, options.quiet)
+    if here and chain:
+        from cronctl.errors import UsageError
+
+        raise UsageError("--chain goes through a running scheduler; it cannot be combined "
+                         "with --here")
+    chained = chain_for(config, job) if chain else []
     if here:
         _here(config, definition, emit)
         return
@@ -74,7 +83,7 @@ def trigger(
     if store is None:
         raise NoScheduler(_no_scheduler(config))
     try:
-        _queue(config, store, definition, wait, emit)
+        _queue(config, store, definition, wait, emit, chained)
     finally:
         store.close()
 
@@ -116,27 +125,34 @@ def _here(config: Config, job: JobDefinition, emit: _Emit) -> None:
         raise typer.Exit(1)
 
 
-def _queue(config: Config, store: Store, job: JobDefinition, wait: bool, emit: _Emit) -> None:
+def _queue(config: Config, store: Store, job: JobDefinition, wait: bool, emit: _Emit,
+           chained: list[str]) -> None:
     from cronctl.jobs.model import Origin
 
     now = datetime.now(UTC)
     if not store.live_nodes(now, config.heartbeat_interval * 3):
         raise NoScheduler(_no_scheduler(config))
-    request_id = store.enqueue_trigger(job.id, Origin.MANUAL, now=now)
+    # --chain: the occurrence's instant is fixed here, so the dependents wait for it
+    request_id = store.enqueue_trigger(job.id, Origin.MANUAL, now=now,
+                                       scheduled_at=now if chained else None)
     assert request_id is not None
+    for dependent in chained:
+        store.wait_chain(dependent, now, now=now)
     execution_id = _wait_taken(store, request_id, job.id)
     if not wait:
         # The execution id is what `cronctl logs` and `cronctl cancel` take: wait the
         # second it takes a scheduler to start it, and print that.
         started = store.get_execution(execution_id)
         node = f" on node {started.node_id}" if started is not None else ""
+        then = f"; then {', '.join(chained)}" if chained else ""
         emit({"job": job.id, "request": request_id, "queued": True,
-              "execution_id": execution_id},
+              "execution_id": execution_id, "chained": chained},
              f"started: job {job.id}, execution {execution_id}{node} "
-             f"(follow it: cronctl logs -f {execution_id})")
+             f"(follow it: cronctl logs -f {execution_id}){then}")
         return
     record = _wait_final(store, job, execution_id)
-    doc = {"job": job.id, "request": request_id, "execution": execution_json(record)}
+    doc = {"job": job.id, "request": request_id, "execution": execution_json(record),
+           "chained": chained}
     error = f": {record.error}" if record.error else ""
     emit(doc, f"job {job.id}: {record.status.value} (execution {record.id}, "
                         f"attempt {record.attempt}, node {record.node_id}){error}")

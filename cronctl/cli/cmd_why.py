@@ -5,6 +5,7 @@ come, or not a planned instant (disabled, no match, a DST gap the job skips)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -70,9 +71,10 @@ def _gap_answer(job: JobDefinition, wall: datetime) -> tuple[datetime | None, bo
     return None, True
 
 
-def decide(job: JobDefinition, at_text: str, store: Reader | None, now: datetime
-           ) -> tuple[Verdict, list[Any]]:
+def decide(job: JobDefinition, at_text: str, store: Reader | None, now: datetime,
+           parents: Mapping[str, JobDefinition] | None = None) -> tuple[Verdict, list[Any]]:
     from cronctl.core import needs_store as is_tracked  # = runtime.firing.is_tracked
+    from cronctl.core.calendars import exclusion
     from cronctl.core.timing import schedule_for
     from cronctl.core.why import explain, explain_disabled, explain_gap, in_dst_gap
     from cronctl.core.why import planned_at_or_before as nearest
@@ -100,10 +102,54 @@ def decide(job: JobDefinition, at_text: str, store: Reader | None, now: datetime
         state = store.get_schedule(job.id)
         if state is not None:
             cursor, paused, first_seen = state.cursor, state.paused, state.first_seen
+    hit = exclusion(job, planned) if planned is not None else None
     verdict = explain(job, at, planned, now=now, executions=executions, skips=skips,
                       cursor=cursor, paused=paused, tracked=is_tracked(job),
-                      first_seen=first_seen)
+                      first_seen=first_seen, calendar=None if hit is None else hit.detail)
+    if (job.after and planned is not None and store is not None and not executions
+            and not skips and planned <= now and (cursor is None or planned > cursor)):
+        # not decided yet (the dependent's cursor is the instant up to which all are)
+        verdict = _upstream(job, planned, store, now, parents or {})
     return verdict, executions
+
+
+def _upstream(job: JobDefinition, planned: datetime, store: Reader, now: datetime,
+              parents: Mapping[str, JobDefinition]) -> Verdict:
+    """A dependent's occurrence nothing is recorded of yet: what its parents are at."""
+    from cronctl.core.dependencies import (
+        ParentFact,
+        ParentState,
+        occurrence_outcome,
+        upstream_verdict,
+    )
+    from cronctl.core.dependencies import (
+        Verdict as Upstream,
+    )
+    from cronctl.core.why import Outcome
+    from cronctl.core.why import Verdict as Why
+    from cronctl.ids import occurrence_id
+
+    facts: dict[str, ParentFact] = {}
+    for edge in job.after:
+        rows = store.executions_of_occurrence(edge.job_id,
+                                              occurrence_id(edge.job_id, planned))
+        parent_skips = store.skips_covering(edge.job_id, planned) if not rows else []
+        parent = parents.get(edge.job_id)
+        attempts = parent.max_attempts if parent is not None else 1
+        facts[edge.job_id] = (occurrence_outcome(rows, attempts) if rows
+                              else ParentFact(ParentState.SKIPPED, parent_skips[0].reason)
+                              if parent_skips else ParentFact(ParentState.NONE))
+    got = upstream_verdict(job, planned, facts, now)
+    if got.verdict is Upstream.WAIT:
+        return Why(Outcome.PENDING, planned, "upstream", got.detail)
+    if got.verdict is Upstream.FIRE:
+        return Why(Outcome.PENDING, planned, None,
+                   f"{got.detail}: a scheduler runs it next (origin dependency)")
+    return Why(Outcome.PENDING, planned, "upstream",
+               f"will be skipped: {got.detail} (when a scheduler decides it)")
+
+
+
 
 
 def why(
@@ -125,7 +171,12 @@ def why(
     config, store = open_reader(options)
     try:
         job = find_job(config.job_settings, job_id, now=now)
-        verdict, executions = decide(job, at, store, now)
+        parents = {}
+        if job.after:  # their max_attempts: whether a failed attempt is their last
+            from cronctl.jobs.loader import load_jobs
+
+            parents = {j.id: j for j in load_jobs(config.job_settings, now=now).jobs}
+        verdict, executions = decide(job, at, store, now, parents)
     finally:
         if store is not None:
             store.close()

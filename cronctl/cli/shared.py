@@ -282,3 +282,16 @@ def complete_job_ids(ctx: Any, incomplete: str) -> list[str]:
     except Exception:  # completion must never print a traceback into the shell
         return []
     return sorted(job.id for job in files.jobs if job.id.startswith(incomplete))
+
+
+def chain_for(config: Config, job_id: str) -> list[str]:
+    """``--chain``: the jobs that depend on ``job_id``, directly or not, in run order. A
+    configuration with violations has none (they are reported, one line)."""
+    from cronctl.errors import ConfigError
+    from cronctl.jobs.dependencies import chain_of
+    from cronctl.jobs.loader import load_jobs
+
+    loaded = load_jobs(config.job_settings)
+    if not loaded.ok:
+        raise ConfigError(f"--chain needs a valid configuration: {loaded.violations[0]}")
+    return chain_of(loaded.jobs, job_id)

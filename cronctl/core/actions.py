@@ -27,6 +27,8 @@ class SkipReason(enum.StrEnum):
     UNRESOLVED_TARGET = "unresolved_target"  # the target could not be resolved at the fire
     SUPERSEDED = "superseded"  # queue_one kept a newer fire instead of this one
     EXPIRED = "expired"  # waited longer than misfire_threshold for a slot, queue_one or group
+    CALENDAR = "calendar"  # a calendar of the job excludes the instant's local date
+    UPSTREAM = "upstream"  # a dependent's parent ended otherwise, was skipped, or timed out
     # Not a ledger reason: a reload removed or disabled the job while this fire waited (a
     # retry or a queued fire of a job that no longer exists; logged at DEBUG).
     REMOVED = "removed"
@@ -77,6 +79,7 @@ class Skip:
     last: datetime | None = None
     count: int = 1
     count_exact: bool = True
+    detail: str | None = None  # what the ledger keeps beside the reason (which calendar)
 
     @property
     def newest(self) -> datetime:

@@ -460,7 +460,7 @@ class SchedulerCore(Recovery):
     # --- plumbing --------------------------------------------------------------------------
 
     def _schedule(self, job: JobDefinition) -> ScheduleLike | None:
-        if not job.enabled:
+        if not job.enabled or job.after:  # a dependent fires when its parents have ended
             return None
         schedule = self._make_schedule(job)
         try:

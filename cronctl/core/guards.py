@@ -51,6 +51,7 @@ from cronctl.core.actions import (
     SkipReason,
     WaitReason,
 )
+from cronctl.core.calendars import calendar_skip
 from cronctl.core.state import Active as _Active
 from cronctl.core.state import Job as _Job
 from cronctl.core.state import Pending as _Pending
@@ -103,6 +104,8 @@ class Guards:
 
     def _offer_cron(self, p: _Pending, now: datetime, out: list[Action]) -> None:
         js = p.js
+        if js.job.calendars and self._excluded(p, out):
+            return
         if js.paused:
             out.append(Skip(js.job.id, p.planned, p.origin, SkipReason.PAUSED))
             return
@@ -123,6 +126,8 @@ class Guards:
 
     def _offer_explicit(self, p: _Pending, now: datetime, out: list[Action]) -> None:
         js = p.js
+        if js.job.calendars and first_scheduled(p) and self._excluded(p, out):
+            return  # a misfire catch-up of an excluded instant
         if js.job.overlap_policy is not OverlapPolicy.ALLOW and (js.in_flight or js.waiting):
             if js.waiting is None:
                 js.waiting = deque()
@@ -131,6 +136,14 @@ class Guards:
             return
         js.in_flight += 1
         self._admit(p, now, out)
+
+    @staticmethod
+    def _excluded(p: _Pending, out: list[Action]) -> bool:
+        """A calendar excludes this planned instant: its skip record, not a fire."""
+        skip = calendar_skip(p.js.job, p.planned, p.origin)
+        if skip is not None:
+            out.append(skip)
+        return skip is not None
 
     def _admit(self, p: _Pending, now: datetime, out: list[Action]) -> None:
         if p.waiting_since is not None and self._expired(p):

@@ -125,10 +125,12 @@ def explain(
     paused: bool,
     tracked: bool,
     first_seen: datetime | None = None,
+    calendar: str | None = None,
 ) -> Verdict:
     """The outcome of ``planned`` (the instant :func:`planned_at_or_before` found for
     ``at``, or None if there is none). ``first_seen``: when a scheduler first had the job
-    on this database; nothing before it was planned (None: unknown)."""
+    on this database; nothing before it was planned (None: unknown). ``calendar``: which
+    calendar of the job excludes ``planned`` and why (SPEC section 8), when one does."""
     if planned is None:
         return not_planned(job, f"job {job.id} has no planned instant at or before "
                                 f"{_fmt(at)} (within 4 years)", "no_match")
@@ -147,8 +149,14 @@ def explain(
             f"the job did not exist yet: a scheduler first had {job.id} at "
             f"{_fmt(first_seen)}, and nothing of it was planned before that"))
     if planned > now:
+        if calendar is not None:
+            return Verdict(Outcome.FUTURE, planned, "calendar", lead + (
+                f"planned for {_fmt(planned)}, still to come; it will not run: {calendar}"))
         return Verdict(Outcome.FUTURE, planned, None,
                        lead + f"planned for {_fmt(planned)}, still to come")
+    if calendar is not None and (cursor is None or planned > cursor):
+        return Verdict(Outcome.PENDING, planned, "calendar", lead + (
+            f"no scheduler has handled this instant yet; it will not run: {calendar}"))
     if paused:
         return Verdict(Outcome.NOT_PLANNED, planned, "paused",
                        lead + f"job {job.id} is paused: its instants do not fire")
@@ -196,6 +204,8 @@ _SKIP_WORDS = {
 
 
 def _skip_sentence(job: JobDefinition, skip: SkipFact) -> str:
+    if skip.reason in ("calendar", "upstream") and skip.detail:  # the detail says it all
+        return f"skipped: {skip.detail} (decided by node {skip.node_id})"
     words = _SKIP_WORDS.get(skip.reason, skip.reason)
     if skip.reason == "misfire":
         words += f" (misfire_policy = {job.misfire_policy.value})"

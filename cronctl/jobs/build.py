@@ -17,6 +17,7 @@ from typing import Any
 from cronctl.cron import CronExpression, CronSyntaxError, parse_cron
 from cronctl.durations import MAX_DURATION, MAX_DURATION_TEXT
 from cronctl.jobs import checks, sandbox
+from cronctl.jobs.calendar import Calendar
 from cronctl.jobs.convert import JOB_KEYS, SIMPLE, BadValue, to_command, to_text
 from cronctl.jobs.model import (
     DEFAULT_OUTPUT_LIMIT,
@@ -39,6 +40,7 @@ from cronctl.jobs.violation import Violation, did_you_mean
 ID_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,200}")
 MAX_SECONDS = MAX_DURATION.total_seconds()
 _COMMAND_ONLY = ("shell", "env", "cwd", "user", "group", "limits")
+_OWN_SCHEDULE = ("cron", "every", "anchor", "timezone", "dst_gap", "dst_fold")
 _SCHEDULE_INPUTS = frozenset({"cron", "every", "anchor", "timezone", "dst_gap", "dst_fold",
                               "timeout", "misfire_policy"})
 
@@ -63,6 +65,8 @@ class BuildContext:
     base_dir: Path = field(default_factory=Path.cwd)
     check_targets: bool = True
     output_limit_default: int = DEFAULT_OUTPUT_LIMIT  # [scheduler] output_limit
+    calendars: Mapping[str, Calendar] = field(default_factory=dict)
+    bad_calendars: frozenset[str] = frozenset()  # defined, but invalid (reported there)
 
 
 @dataclass
@@ -150,7 +154,14 @@ def build_job(raw: RawJob, ctx: BuildContext) -> BuildResult:
 
     # -- the schedule: exactly one of cron / every ---------------------------------------
     expression: CronExpression | None = None
-    if "cron" in values and "every" in values:
+    dependent = "after" in values
+    if dependent:
+        # A dependent runs on its parents' schedule (copied in by the loader).
+        for key in _OWN_SCHEDULE:
+            if key in values:
+                violation(key, f"a dependent (after = [...]) runs at its parents' planned "
+                               f"instants: remove '{key}'")
+    elif "cron" in values and "every" in values:
         violation("every", "set either 'cron' or 'every', not both")
     elif "cron" not in values and "every" not in values:
         violation("cron", "no schedule: set 'cron' (e.g. \"0 */5 * * * *\") or 'every' "
@@ -245,6 +256,13 @@ def build_job(raw: RawJob, ctx: BuildContext) -> BuildResult:
             missing = checks.check_command(target)
             if missing:
                 warning("command", missing)
+    calendars: tuple[Calendar, ...] = ()
+    if "after_timeout" in values and not dependent:
+        violation("after_timeout", "'after_timeout' only applies to dependents (after = [...])")
+    if "calendar" in values:
+        calendars, calendar_problems = _calendars(values["calendar"], ctx)
+        for message in calendar_problems:
+            violation("calendar", message)
     if result.violations:
         return result
 
@@ -280,6 +298,30 @@ def build_job(raw: RawJob, ctx: BuildContext) -> BuildResult:
         output_limit=conv.get("output_limit", ctx.output_limit_default),
         long_running_after=conv.get("long_running_after"),
         notify=notify,
+        calendars=calendars,
+        after=conv.get("after", ()),
+        after_timeout=conv.get("after_timeout", timedelta(hours=24)),
         source=raw.source,
     )
     return result
+
+
+def _calendars(value: Any, ctx: BuildContext) -> tuple[tuple[Calendar, ...], list[str]]:
+    """``calendar = "NAME"`` or a list of names: the calendars, or what is wrong."""
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list) or not names or not all(
+            isinstance(n, str) and n.strip() for n in names):
+        return (), ["must be a calendar name or a non-empty array of names, e.g. "
+                    "calendar = \"business-days\""]
+    found: list[Calendar] = []
+    problems: list[str] = []
+    for name in dict.fromkeys(names):
+        calendar = ctx.calendars.get(name)
+        if calendar is not None:
+            found.append(calendar)
+        elif name not in ctx.bad_calendars:
+            known = [*ctx.calendars, *ctx.bad_calendars]
+            hint = did_you_mean(name, known) or (
+                " (define it in a [calendars.<name>] table in cronctl.toml or a jobs file)")
+            problems.append(f"unknown calendar {name!r}{hint}")
+    return tuple(found), problems

@@ -6,6 +6,7 @@ Every converter takes the value as written and returns the typed value, or raise
 
 from __future__ import annotations
 
+import re
 import shlex
 import zoneinfo
 from collections.abc import Callable, Mapping
@@ -15,6 +16,8 @@ from typing import Any
 from cronctl.cron.zones import utc_instant
 from cronctl.durations import DurationError, parse_duration
 from cronctl.jobs.model import (
+    AfterEdge,
+    AfterOutcome,
     DstFold,
     DstGap,
     MisfirePolicy,
@@ -33,6 +36,7 @@ JOB_KEYS = (
     "max_attempts", "retry_backoff", "timeout", "kill_timeout", "tracked", "jitter",
     "parameters", "payload", "env", "cwd", "description", "dst_gap", "dst_fold",
     "late_after", "notify", "user", "group", "limits", "output_limit", "long_running_after",
+    "calendar", "after", "after_timeout",
 )
 
 
@@ -201,6 +205,35 @@ def _identity(value: Any) -> Any:
 
 # Keys whose conversion depends on nothing else. cron/every/command/target are handled by
 # the builder (they interact); so is timeout's "> 0".
+_AFTER_ENTRY = re.compile(r"([A-Za-z0-9._-]{1,200})(?::([A-Za-z_-]+))?")
+
+
+def to_after(value: Any) -> tuple[AfterEdge, ...]:
+    """``after = ["extract", "load:any"]`` (a single string is one entry)."""
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not items:
+        raise BadValue("must be a non-empty array of job ids, each optionally with an "
+                       "outcome: [\"extract\", \"load:any\"]")
+    edges: list[AfterEdge] = []
+    for item in items:
+        match = _AFTER_ENTRY.fullmatch(item.strip()) if isinstance(item, str) else None
+        if match is None:
+            raise BadValue(f"{item!r} is not a job id with an optional outcome "
+                           "(\"extract\", \"extract:failed\", \"extract:any\")")
+        outcome = AfterOutcome.SUCCEEDED
+        if match.group(2) is not None:
+            try:
+                outcome = parse_choice(AfterOutcome, match.group(2))
+            except ValueError:
+                raise BadValue(f"{item!r}: the outcome must be one of succeeded, failed, "
+                               "any") from None
+        edge = AfterEdge(match.group(1), outcome)
+        if any(e.job_id == edge.job_id for e in edges):
+            raise BadValue(f"{edge.job_id!r} is named twice")
+        edges.append(edge)
+    return tuple(edges)
+
+
 SIMPLE: Mapping[str, Callable[[Any], Any]] = {
     "anchor": to_anchor,
     "timezone": to_zone,
@@ -228,4 +261,6 @@ SIMPLE: Mapping[str, Callable[[Any], Any]] = {
     "dst_fold": _enum(DstFold),
     "every": lambda v: to_duration(v, positive=True, minimum=timedelta(seconds=1)),
     "late_after": lambda v: to_duration(v, positive=True),
+    "after": lambda v: to_after(v),
+    "after_timeout": lambda v: to_duration(v, positive=True),
 }

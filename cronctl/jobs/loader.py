@@ -17,7 +17,9 @@ from typing import Any
 from cronctl.errors import ConfigError, NotFoundError
 from cronctl.heap import collector_paused
 from cronctl.jobs.build import BuildContext, RawJob, build_job, check_id
+from cronctl.jobs.calendar_tables import build_calendars
 from cronctl.jobs.checks import clear_python_cache
+from cronctl.jobs.dependencies import resolve_dependents
 from cronctl.jobs.model import JobDefinition
 from cronctl.jobs.registry import ServiceRegistry, discover_services, set_default_registry
 from cronctl.jobs.settings import JobSettings
@@ -162,6 +164,9 @@ def _load_sources(settings: JobSettings, *, now: datetime | None,
         raws.append(RawJob(id=table.id, values=table.values, sources=table.key_sources,
                            source=table.source))
 
+    calendars, bad_calendars, problems = build_calendars(
+        (*settings.calendar_tables, *files.calendars))
+    violations.extend(problems)
     ctx = BuildContext(
         now=now,
         registry=registry,
@@ -169,6 +174,8 @@ def _load_sources(settings: JobSettings, *, now: datetime | None,
         tracked_default=settings.tracked_default,
         output_limit_default=settings.output_limit_default,
         base_dir=settings.base_dir,
+        calendars=calendars,
+        bad_calendars=frozenset(bad_calendars),
     )
     built: dict[str, JobDefinition] = {}
     failed: dict[str, list[Violation]] = {}
@@ -183,6 +190,14 @@ def _load_sources(settings: JobSettings, *, now: datetime | None,
             built[result.job.id] = result.job
         elif isinstance(raw.id, str):
             failed[raw.id] = result.violations
+    after_sources = {raw.id: raw.sources.get("after", raw.source) for raw in raws
+                     if isinstance(raw.id, str)}
+    explicit = {raw.id for raw in raws if isinstance(raw.id, str) and (
+        "mode" in raw.values or "overlap_policy" in raw.values)}
+    for job_id, problems in resolve_dependents(built, failed, sources=after_sources,
+                                               explicit_mode=explicit).items():
+        violations.extend(problems)
+        failed[job_id] = problems
     violations.sort(key=_source_order)
     warnings.sort(key=_source_order)
     return _Loaded(built, failed, violations, warnings, registry, len(raws))

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 # The DST policies belong to the cron engine; the job model uses the same enums.
 from cronctl.cron.schedule import DstFold as DstFold
 from cronctl.cron.schedule import DstGap as DstGap
+from cronctl.jobs.calendar import Calendar
 from cronctl.jobs.notify import NotifySpec
 
 _E = TypeVar("_E", bound=enum.StrEnum)
@@ -81,6 +82,28 @@ class Origin(_Choice):
     MISFIRE = "misfire"
     REPLAY = "replay"
     MANUAL = "manual"
+    DEPENDENCY = "dependency"  # a dependent's occurrence, once its parents ended (section 8)
+
+
+class AfterOutcome(_Choice):
+    """What a parent's occurrence must have ended as for its dependent to run."""
+
+    SUCCEEDED = "succeeded"  # the default
+    FAILED = "failed"  # dead_letter (every attempt failed or timed out)
+    ANY = "any"  # any final status
+
+
+@dataclass(frozen=True)
+class AfterEdge:
+    """One entry of ``after``: ``"extract"`` or ``"load:any"``."""
+
+    job_id: str
+    outcome: AfterOutcome = AfterOutcome.SUCCEEDED
+
+    def __str__(self) -> str:
+        if self.outcome is AfterOutcome.SUCCEEDED:
+            return self.job_id
+        return f"{self.job_id}:{self.outcome.value}"
 
 
 # --- targets -------------------------------------------------------------------------
@@ -206,6 +229,11 @@ class JobDefinition:
     # Running longer than this raises "long_running"; AUTO_LONG_RUNNING: from its history.
     long_running_after: timedelta | str | None = None
     notify: NotifySpec | None = None  # the job's own notify table (over the global one)
+    # calendar = "NAME" or a list: an instant any of them excludes does not run (section 8)
+    calendars: tuple[Calendar, ...] = ()
+    # after = [...]: a dependent (section 8); its schedule is its parents' (copied in).
+    after: tuple[AfterEdge, ...] = ()
+    after_timeout: timedelta = timedelta(hours=24)
     source: str = ""  # where it was defined: "jobs.d/a.toml:12" or "pkg.mod:Class.method"
 
     @property

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from cronctl.jobs.calendar_tables import RawCalendar
+
 
 @dataclass(frozen=True)
 class JobSettings:
@@ -29,3 +31,4 @@ class JobSettings:
     tracked_default: bool = True
     output_limit_default: int = 1024 * 1024  # [scheduler] output_limit
     python_path: tuple[Path, ...] = ()
+    calendar_tables: tuple[RawCalendar, ...] = ()  # cronctl.toml's [calendars.NAME]

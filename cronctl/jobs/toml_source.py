@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cronctl.jobs.calendar_tables import RawCalendar, raw_calendars
 from cronctl.jobs.tomlfile import read_toml
 from cronctl.jobs.violation import Violation, did_you_mean, display_path
 
@@ -37,6 +38,7 @@ class JobFiles:
     violations: tuple[Violation, ...]
     files: int
     warnings: tuple[Violation, ...] = ()
+    calendars: tuple[RawCalendar, ...] = ()  # the [calendars.NAME] tables of the files
 
 
 def read_jobs_dir(jobs_dir: Path, *, required: bool = True, only: str | None = None
@@ -69,14 +71,17 @@ def read_jobs_dir(jobs_dir: Path, *, required: bool = True, only: str | None = N
     jobs: list[TomlJob] = []
     violations: list[Violation] = []
     warnings = [*_not_read(jobs_dir)]
+    calendars: list[RawCalendar] = []
     for path in paths:
         if only is not None and not _may_define(path, only):
             continue
-        file_jobs, file_violations = read_job_file(path)
+        file_jobs, file_violations, file_calendars = read_job_document(path)
         jobs.extend(file_jobs)
         for v in file_violations:
             (warnings if v.message == NO_JOBS else violations).append(v)
-    return JobFiles(tuple(jobs), tuple(violations), len(paths), tuple(warnings))
+        calendars.extend(file_calendars)
+    return JobFiles(tuple(jobs), tuple(violations), len(paths), tuple(warnings),
+                    calendars=tuple(calendars))
 
 
 NO_JOBS = "defines no jobs (an empty file is valid; add a [jobs.<id>] table or delete it)"
@@ -109,11 +114,51 @@ def _not_read(jobs_dir: Path) -> list[Violation]:
 def read_job_file(path: Path) -> tuple[list[TomlJob], list[Violation]]:
     """The jobs of one file and its violations (one whose message is :data:`NO_JOBS` is
     only a warning: the file is empty or holds only comments)."""
+    jobs, violations, _ = read_job_document(path)
+    return jobs, violations
+
+
+def read_job_document(path: Path
+                      ) -> tuple[list[TomlJob], list[Violation], list[RawCalendar]]:
+    """The file's jobs, its violations and its ``[calendars.NAME]`` tables."""
     shown = display_path(path)
     read = read_toml(path, "job file")
     if isinstance(read, Violation):
-        return [], [read]
+        return [], [read], []
     text, data = read.text, read.data
+    jobs, violations = _read_jobs(shown, text, data)
+    calendars: list[RawCalendar] = []
+    if "calendars" in data:
+        calendars, problems = raw_calendars(data["calendars"], shown, path.parent,
+                                            line_index(text, shown))
+        violations.extend(problems)
+    return jobs, violations, calendars
+
+
+def line_index(text: str, shown: str) -> Any:
+    """``where(table, key)``: the ``path:line`` of a key of a table of ``text`` (``key``
+    None: of the table itself)."""
+    index = _LineIndex(text)
+
+    def where(table: tuple[str, ...], key: str | None) -> str:
+        return index.table_source(shown, table) if key is None else index.source(
+            shown, table, key)
+    return where
+
+
+def read_config_calendars(path: Path, data: dict[str, Any]
+                          ) -> tuple[list[RawCalendar], list[Violation]]:
+    """The ``[calendars.NAME]`` tables of the configuration file at ``path``."""
+    shown = display_path(path)
+    try:
+        text = path.read_text(encoding="utf-8").removeprefix("\ufeff")
+    except (OSError, UnicodeDecodeError, ValueError):
+        text = ""
+    return raw_calendars(data["calendars"], shown, path.parent, line_index(text, shown))
+
+
+def _read_jobs(shown: str, text: str, data: dict[str, Any]
+               ) -> tuple[list[TomlJob], list[Violation]]:
 
     if not data:
         # Valid TOML with no jobs (a template nobody filled in, a job file emptied to
@@ -122,8 +167,9 @@ def read_job_file(path: Path) -> tuple[list[TomlJob], list[Violation]]:
     index = _FileLines(text)
     violations: list[Violation] = []
     for key in data:
-        if key != "jobs":
-            hint = did_you_mean(key, ("jobs",)) or " (put jobs in [jobs.<id>] tables)"
+        if key not in ("jobs", "calendars"):
+            hint = (did_you_mean(key, ("jobs", "calendars"))
+                    or " (put jobs in [jobs.<id>] tables, calendars in [calendars.<name>])")
             violations.append(Violation(index.top_source(shown, key), None, key,
                                         f"unknown top-level key{hint}"))
     tables = data.get("jobs", {})
@@ -146,15 +192,17 @@ def read_job_file(path: Path) -> tuple[list[TomlJob], list[Violation]]:
 
 
 def _may_define(path: Path, job_id: str) -> bool:
-    """Whether the file's bytes could define ``job_id``: they hold the id itself, or a
-    ``\\u``/``\\U`` escape that a quoted key could spell it with (ids are ASCII
-    letters, digits, '.', '_' and '-', so no other escape can). Unreadable files are
-    read properly, to report why."""
+    """Whether the file's bytes could define ``job_id`` or something it may need: they hold
+    the id itself, or a ``\\u``/``\\U`` escape that a quoted key could spell it with (ids
+    are ASCII letters, digits, '.', '_' and '-', so no other escape can), or calendars
+    (a job may use a calendar of another file). Unreadable files are read properly, to
+    report why."""
     try:
         raw = path.read_bytes()
     except (OSError, ValueError):
         return True
-    return job_id.encode() in raw or b"\\u" in raw or b"\\U" in raw
+    return (job_id.encode() in raw or b"\\u" in raw or b"\\U" in raw
+            or b"calendars" in raw)
 
 
 def _key_text(key: str) -> str:

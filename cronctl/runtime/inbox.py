@@ -12,7 +12,7 @@ from concurrent.futures import Future
 from datetime import datetime
 from typing import NamedTuple
 
-from cronctl.core import ExecKey
+from cronctl.core import ExecKey, Skip
 from cronctl.dispatch.base import Outcome
 from cronctl.dispatch.relay import Staged
 from cronctl.jobs.model import JobDefinition, Origin
@@ -78,8 +78,16 @@ class StoreBack(NamedTuple):
     """The store is reachable again after an outage."""
 
 
-Message = Done | WaitersLanded | Stop | Cancel | Trigger | Reload | Paused | Recover | StoreBack
+class Decided(NamedTuple):
+    """A dependent's instant this node decided not to run (its skip record is written):
+    for the observers (metrics, the ``skipped`` event), once cluster-wide."""
+
+    skip: Skip
+
+
+Message = (Done | WaitersLanded | Stop | Cancel | Trigger | Reload | Paused | Recover
+           | StoreBack | Decided)
 Post = Callable[[Message], None]
 
-__all__ = ["Cancel", "Done", "Message", "Paused", "Post", "Recover", "Reload", "Stop",
+__all__ = ["Cancel", "Decided", "Done", "Message", "Paused", "Post", "Recover", "Reload", "Stop",
            "StoreBack", "Trigger", "WaitersLanded"]

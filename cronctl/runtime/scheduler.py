@@ -34,6 +34,7 @@ from cronctl.runtime.fire.lookahead import Lookahead
 from cronctl.runtime.health import DatabaseHealth
 from cronctl.runtime.inbox import (
     Cancel,
+    Decided,
     Done,
     Message,
     Paused,
@@ -52,6 +53,7 @@ from cronctl.runtime.polls import StorePolls
 from cronctl.runtime.pruning import Pruner
 from cronctl.runtime.supervision import supervised
 from cronctl.runtime.systemd import Notifier, SystemdNotifier
+from cronctl.runtime.upstream import Upstream
 from cronctl.store.base import Store
 
 log = logging.getLogger("cronctl.runtime")
@@ -112,6 +114,9 @@ class Scheduler:
                                 post=self._inbox.put, health=self.health,
                                 flush=self._flush_waiting)
         self.polls.jobs_are(j.id for j in self._jobs)
+        self.upstream = Upstream(store, node_id=config.node_id, clock=self.clock,
+                                 jobs=lambda: self._jobs, ttl=self._ttl,  # section 8
+                                 decided=lambda skip: self._inbox.put(Decided(skip)))
         beat = config.heartbeat_interval.total_seconds()
         if store.beat_interval is not None:
             beat = min(beat, store.beat_interval)
@@ -352,6 +357,8 @@ class Scheduler:
                                                      self.clock(), mono=self.mono()))
             elif isinstance(msg, StoreBack):
                 self._store_back()
+            elif isinstance(msg, Decided):
+                self.watch.skipped(msg.skip)
         except Exception:
             log.exception("internal error handling %s", type(msg).__name__)
         return None
@@ -437,7 +444,7 @@ class Scheduler:
         waiting = self.core.waiting
         self.watch.loop(waiting)
         self.firing.wakelog.end_wake(waiting)  # lines held while a burst drains
-        if not self.store.persistent and not self.firing.running:
+        if not self.store.persistent and not self.firing.running and not self.upstream.any():
             return
         live = [r.execution_id for r in self.firing.running.values()
                 if r.execution_id is not None and not r.cancel_sent]
@@ -448,6 +455,8 @@ class Scheduler:
         if self.health.down:
             return
         self.firing.cursors.flush(self.store)
+        if not stopping:
+            self.upstream.poll()  # before the trigger poll, which takes what it decided
         self.polls.requests(live, stopping=stopping or self._stopping)
 
     def _unregister(self) -> None:

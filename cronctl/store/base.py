@@ -194,6 +194,52 @@ class Triggers(Protocol):
         """Record what came of a taken request (``done`` becomes True)."""
         ...
 
+    def decide_dependent(
+        self,
+        job_id: str,
+        scheduled_at: datetime,
+        node_id: str,
+        *,
+        skip: tuple[str, str] | None = None,
+        now: datetime | None = None,
+    ) -> bool:
+        """Decide a dependent's occurrence at ``scheduled_at`` (SPEC section 8), once
+        cluster-wide: the decision is the one request of (job, instant). Without ``skip``
+        it is an untaken request (origin ``dependency``) that a scheduler takes and runs;
+        with ``skip = (reason, detail)`` it is a request already done, and the instant's
+        skip record (cluster-wide scope), written in the same transaction. False when the
+        instant was already decided (by any node, or by a replay request)."""
+        ...
+
+    def wait_chain(self, job_id: str, scheduled_at: datetime, *,
+                   now: datetime | None = None) -> bool:
+        """``replay``/``trigger --chain``: the dependent ``job_id``'s occurrence at
+        ``scheduled_at`` waits for its parents' occurrences there (a request no scheduler
+        takes until :meth:`release_chain`). An instant decided without running (an
+        upstream skip) waits again; one that ran never does. False when nothing changed."""
+        ...
+
+    def chain_waits(self, job_ids: Collection[str]) -> list[TriggerRequest]:
+        """The waiting requests of :meth:`wait_chain` for these jobs."""
+        ...
+
+    def release_chain(self, request_id: int, node_id: str, *, skip: str | None = None,
+                      now: datetime | None = None) -> bool:
+        """Decide a waiting request once: release it to be taken and run, or (``skip``,
+        its reason text) close it. False when another node decided it first."""
+        ...
+
+    def stranded_dependency_requests(self, job_ids: Collection[str]
+                                     ) -> list[TriggerRequest]:
+        """Dependency requests of these jobs taken by a scheduler and not done: the
+        caller gives back (:meth:`untake_trigger`) those of a dead node whose occurrence
+        has no execution row (the node died between taking and recording it)."""
+        ...
+
+    def untake_trigger(self, request_id: int, taken_by: str) -> bool:
+        """Make a request taken by ``taken_by`` (and not done) untaken again."""
+        ...
+
     def get_trigger(self, request_id: int) -> TriggerRequest | None: ...
 
     def list_triggers(self, job_id: str, *, since: datetime, until: datetime

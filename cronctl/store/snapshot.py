@@ -12,7 +12,8 @@ from dataclasses import fields
 from datetime import datetime, timedelta
 from typing import Any
 
-from cronctl.jobs.model import CommandTarget, JobDefinition
+from cronctl.jobs.calendar import Calendar
+from cronctl.jobs.model import AfterEdge, CommandTarget, JobDefinition
 from cronctl.jobs.notify import NotifySpec
 
 
@@ -21,6 +22,8 @@ def _plain(value: Any) -> Any:
         return value
     if isinstance(value, NotifySpec):
         return value.redacted()  # header values are secrets
+    if isinstance(value, Calendar | AfterEdge):
+        return value.name if isinstance(value, Calendar) else str(value)
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, timedelta):

@@ -13,8 +13,13 @@ from cronctl.store.records import (
     TriggerRequest,
 )
 from cronctl.store.tables import (
+    skip_records,
     trigger_requests,
 )
+
+# ``taken_by`` of a request that waits for its parents (``replay``/``trigger --chain``):
+# not NULL, so no scheduler takes it, until a dependents' poll releases it.
+CHAIN_WAIT = ""
 
 
 class TriggerRequests(SqlConnection):
@@ -88,6 +93,91 @@ class TriggerRequests(SqlConnection):
                 .values(execution_id=execution_id, error=error, done=True)
             )
 
+    def decide_dependent(
+        self,
+        job_id: str,
+        scheduled_at: datetime,
+        node_id: str,
+        *,
+        skip: tuple[str, str] | None = None,
+        now: datetime | None = None,
+    ) -> bool:
+        at = now_or(now)
+        planned = aware(scheduled_at, "scheduled_at")
+        values: dict[str, object] = {"job_id": job_id, "origin": Origin.DEPENDENCY.value,
+                                     "scheduled_at": planned, "requested_at": at}
+        if skip is not None:
+            values.update(taken_by=node_id, taken_at=at, done=True, error=skip[1])
+        stmt = (self._insert(trigger_requests).values(**values)
+                .on_conflict_do_nothing(index_elements=["job_id", "scheduled_at"])
+                .returning(trigger_requests.c.id))
+        with self._write() as conn:
+            if conn.execute(stmt).scalar_one_or_none() is None:
+                return False
+            if skip is not None:
+                conn.execute(
+                    self._insert(skip_records).values(
+                        job_id=job_id, scope="", first_at=planned, last_at=planned, count=1,
+                        reason=skip[0], node_id=node_id, created_at=at, detail=skip[1])
+                    .on_conflict_do_nothing(index_elements=["job_id", "scope", "first_at"]))
+        return True
+
+    def wait_chain(self, job_id: str, scheduled_at: datetime, *,
+                   now: datetime | None = None) -> bool:
+        T = trigger_requests.c
+        at = now_or(now)
+        stmt = self._insert(trigger_requests).values(
+            job_id=job_id, origin=Origin.DEPENDENCY.value,
+            scheduled_at=aware(scheduled_at, "scheduled_at"), requested_at=at,
+            taken_by=CHAIN_WAIT)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=["job_id", "scheduled_at"],
+            set_={"taken_by": CHAIN_WAIT, "taken_at": None, "done": False, "error": None,
+                  "requested_at": at, "origin": Origin.DEPENDENCY.value},
+            # decided without running (an upstream skip): wait again; never twice
+            where=sa.and_(T.done.is_(True), T.execution_id.is_(None)),
+        ).returning(T.id)  # (rowcount is -1 for an upsert with RETURNING on psycopg)
+        with self._write() as conn:
+            return conn.execute(stmt).scalar_one_or_none() is not None
+
+    def chain_waits(self, job_ids: Collection[str]) -> list[TriggerRequest]:
+        if not job_ids:
+            return []
+        with self._raw_read() as cur:
+            found = self._raw.select_triggers(cur, "taken_by = ? AND done = ?",
+                                              (CHAIN_WAIT, False))
+        return [r for r in found if r.job_id in job_ids]
+
+    def release_chain(self, request_id: int, node_id: str, *, skip: str | None = None,
+                      now: datetime | None = None) -> bool:
+        T = trigger_requests.c
+        values: dict[str, object] = {"taken_by": None}
+        if skip is not None:
+            values = {"taken_by": node_id, "taken_at": now_or(now), "done": True,
+                      "error": skip}
+        with self._write() as conn:
+            done = conn.execute(sa.update(trigger_requests).where(
+                T.id == request_id, T.taken_by == CHAIN_WAIT).values(**values))
+        return bool(done.rowcount)
+
+    def stranded_dependency_requests(self, job_ids: Collection[str]
+                                     ) -> list[TriggerRequest]:
+        if not job_ids:
+            return []
+        with self._raw_read() as cur:
+            found = self._raw.select_triggers(
+                cur, "origin = ? AND done = ? AND taken_by IS NOT NULL AND taken_by <> ?",
+                (Origin.DEPENDENCY.value, False, CHAIN_WAIT))
+        return [r for r in found if r.job_id in job_ids]
+
+    def untake_trigger(self, request_id: int, taken_by: str) -> bool:
+        T = trigger_requests.c
+        with self._write() as conn:
+            done = conn.execute(sa.update(trigger_requests).where(
+                T.id == request_id, T.taken_by == taken_by, T.done.is_(False),
+            ).values(taken_by=None, taken_at=None))
+        return bool(done.rowcount)
+
     def get_trigger(self, request_id: int) -> TriggerRequest | None:
         with self._raw_read() as cur:
             return self._raw.get_trigger(cur, request_id)
@@ -98,4 +188,4 @@ class TriggerRequests(SqlConnection):
             return self._raw.list_triggers(cur, job_id, since=since, until=until)
 
 
-__all__ = ["TriggerRequests"]
+__all__ = ["CHAIN_WAIT", "TriggerRequests"]

@@ -52,11 +52,12 @@ class Handled:
                 a.origin in _LEDGER_ORIGINS):
             scope = self.node_id if mode is Mode.EVERY_INSTANCE else None
             self.cursors.skip(SkipRun(a.job_id, a.reason.value, a.planned, a.newest,
-                                      a.count, self.node_id, scope))
+                                      a.count, self.node_id, scope, a.detail))
         level = logging.DEBUG if a.reason is SkipReason.REMOVED else logging.INFO
         if a.last is None:
-            log.log(level, "skipped job=%s planned=%s reason=%s", a.job_id,
-                    a.planned.isoformat(), a.reason.value, extra=ids(a.job_id))
+            log.log(level, "skipped job=%s planned=%s reason=%s%s", a.job_id,
+                    a.planned.isoformat(), a.reason.value,
+                    f" ({a.detail})" if a.detail else "", extra=ids(a.job_id))
         else:  # a run of consecutive planned instants (a misfire set)
             log.log(level, "skipped job=%s planned=%s..%s count=%s%d reason=%s", a.job_id,
                     a.planned.isoformat(), a.last.isoformat(),

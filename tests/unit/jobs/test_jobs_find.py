@@ -57,13 +57,13 @@ def _parsed_files(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     from cronctl.jobs import toml_source
 
     parsed: list[str] = []
-    real = toml_source.read_job_file
+    real = toml_source.read_job_document
 
     def recording(path: Path) -> object:
         parsed.append(path.name)
         return real(path)
 
-    monkeypatch.setattr(toml_source, "read_job_file", recording)
+    monkeypatch.setattr(toml_source, "read_job_document", recording)
     return parsed
 
 
@@ -90,3 +90,13 @@ def test_find_job_sees_an_id_spelled_with_escapes_and_duplicates(
     # file gives (the first file's table; validate reports the duplicate)
     job = find_job(make_settings(tmp_path), "backup", now=NOW)
     assert parsed[-2:] == ["a.toml", "c.toml"] and job.source.endswith("a.toml:1")
+
+
+def test_find_job_reads_the_calendars_of_other_files(
+        tmp_path: Path, write: WriteJob, monkeypatch: pytest.MonkeyPatch) -> None:
+    write("a.toml", '[jobs.backup]\nevery = "1h"\ncommand = ["true"]\ncalendar = "off"\n')
+    write("b.toml", '[calendars.off]\nweekdays = ["SAT", "SUN"]\n')
+    write("c.toml", '[jobs.other]\nevery = "1m"\ncommand = ["true"]\n')
+    parsed = _parsed_files(monkeypatch)
+    assert find_job(make_settings(tmp_path), "backup", now=NOW).id == "backup"
+    assert parsed == ["a.toml", "b.toml"]

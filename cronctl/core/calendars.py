@@ -1,0 +1,49 @@
+"""Calendars in the core (SPEC section 8): a planned instant whose LOCAL date (in the
+job's zone) a calendar of the job excludes is not run; it is a skip record, reason
+``calendar``, whose detail names the calendar, the date and the rule.
+
+Only a planned instant's own first attempt is judged (a cron fire, or a misfire
+catch-up of an instant): retries and recovered attempts belong to an instant that was
+already let through, and a manual trigger or a replay is an operator's explicit ask."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from cronctl.core.actions import Skip, SkipReason
+from cronctl.core.timing import ScheduleLike
+from cronctl.cron import load_zone
+from cronctl.jobs.calendar import Exclusion, excluded
+from cronctl.jobs.model import JobDefinition, Origin
+
+
+def exclusion(job: JobDefinition, planned: datetime) -> Exclusion | None:
+    """Which calendar of ``job`` excludes ``planned`` (and by which rule), or None."""
+    if not job.calendars:
+        return None
+    return excluded(job.calendars, planned, load_zone(job.timezone))
+
+
+def calendar_skip(job: JobDefinition, planned: datetime, origin: Origin) -> Skip | None:
+    """The skip record of ``planned`` when a calendar of ``job`` excludes it."""
+    hit = exclusion(job, planned)
+    if hit is None:
+        return None
+    return Skip(job.id, planned, origin, SkipReason.CALENDAR, detail=hit.detail)
+
+
+def next_run(job: JobDefinition, schedule: ScheduleLike, after: datetime,
+             *, search: int = 1000) -> datetime | None:
+    """The job's first planned instant after ``after`` that its calendars let run (None
+    when none is found among the next ``search`` planned instants)."""
+    fire = schedule.next_after(after)
+    if not job.calendars:
+        return fire
+    for _ in range(search):
+        if fire is None or exclusion(job, fire) is None:
+            return fire
+        fire = schedule.next_after(fire)
+    return None
+
+
+__all__ = ["calendar_skip", "exclusion", "next_run"]
