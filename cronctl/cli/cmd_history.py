@@ -255,12 +255,12 @@ def history(
     out = Output(color=options.color, wide=wide)
     times = Times(now, full_errors=wide or out.terminal)
     rows = [(execution_json(r), _row(r, times)) for r in records]
-    if wide:
-        rows = [(doc, Row(row.cells + _figures(r))) for (doc, row), r in zip(rows, records,
-                                                                             strict=True)]
+    if wide:  # (before the error, which stays last)
+        rows = [(doc, Row(row.cells[:-1] + _figures(r) + row.cells[-1:]))
+                for (doc, row), r in zip(rows, records, strict=True)]
     skip_rows = [(entry, _skip_row(entry, times)) for entry in skips]
     if wide:
-        skip_rows = [(doc, Row(row.cells + ("-",) * len(WIDE_COLUMNS)))
+        skip_rows = [(doc, Row(row.cells[:-1] + ("-",) * len(WIDE_COLUMNS) + row.cells[-1:]))
                      for doc, row in skip_rows]
     rows += skip_rows
     rows.sort(key=lambda row: row[0]["scheduled_at"], reverse=True)  # stable: ids stay
@@ -270,7 +270,7 @@ def history(
     elif not rows:
         typer.echo("no executions" if not skipped else "no executions or skip records")
     else:
-        out.table(Table(COLUMNS + WIDE_COLUMNS if wide else COLUMNS,
+        out.table(Table(COLUMNS[:-1] + WIDE_COLUMNS + COLUMNS[-1:] if wide else COLUMNS,
                         tuple(row for _, row in rows)))
 
 

@@ -4,6 +4,7 @@ through the store: JSON shapes, ordering, filters and exit codes."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -209,9 +210,10 @@ def test_history_shows_what_a_command_used(env: Env) -> None:
         "max_rss_bytes": 64 * 1024**2}
     assert rows[other]["cpu_seconds"] is None
     wide = env.cli("history", "--wide").stdout.splitlines()
-    assert wide[0].split()[-5:] == ["EXIT", "SIGNAL", "CPU", "MAX", "RSS"]
+    assert wide[0].split()[-6:] == ["EXIT", "SIGNAL", "CPU", "MAX", "RSS", "ERROR"]
     row = next(line for line in wide if line.startswith(str(eid)))
-    assert row.split()[-4:] == ["-", "SIGKILL", "1.25s", "64.0M"]
+    assert re.split(r" {2,}", row)[-5:] == ["-", "SIGKILL", "1.25s", "64.0M",
+                                            "killed by SIGKILL (out of memory?)"]
     narrow = env.cli("history").stdout.splitlines()
     assert "SIGNAL" not in narrow[0]
 

@@ -335,7 +335,8 @@ def test_the_terminal_size_counts_without_columns(project: Project) -> None:
 def test_wide_shows_every_column_in_full(project: Project) -> None:
     history = _lines(project.tty("history", "--wide", columns=80))
     assert _cells(history[0]) == ["ID", "JOB", "SCHEDULED", "STARTED", "DURATION", "STATUS",
-                                  "ATTEMPT", "NODE", "ORIGIN", "ERROR"]
+                                  "ATTEMPT", "NODE", "ORIGIN", "EXIT", "SIGNAL", "CPU",
+                                  "MAX RSS", "ERROR"]
     assert any(line.endswith(ERROR) and LONG in line and NODE in line for line in history)
     assert "2026-01-02T03:04:05Z" in "\n".join(history)
     listed = _lines(project.tty("list", "--wide", columns=80))

@@ -154,7 +154,7 @@ def test_the_row_of_a_killed_trigger_here_is_recovered(project: Project) -> None
         finally:
             store.close()
         old, new = rows
-        assert (old.id, old.status) == (row.id, ExecutionStatus.FAILED)
+        assert (old.id, old.status) == (row.id, ExecutionStatus.LOST)
         assert (new.attempt, new.node_id) == (2, "node-a")
         assert run.wait_for(lambda t: f"recovered job=solo exec={row.id}" in t, 3), run.text()
         first_child = int((project.root / "pids").read_text().split()[1])
