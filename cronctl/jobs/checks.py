@@ -63,8 +63,11 @@ def _fires(schedule: Schedule, now: datetime, count: int) -> Iterator[datetime]:
 
 
 def check_schedule(
-    schedule: Schedule, now: datetime, timeout: timedelta | None, misfire: MisfirePolicy
+    schedule: Schedule, now: datetime, timeout: timedelta | None, misfire: MisfirePolicy,
+    *, days_or: bool = False,
 ) -> list[Finding]:
+    """Never-firing schedules and the schedule warnings; ``days_or``: both day fields are
+    restricted on purpose (``# cronctl: days-or`` on the cron line), no warning for it."""
     found: list[Finding] = []
     key = "cron" if schedule.expression is not None else "every"
     first = schedule.next_after(now)
@@ -73,10 +76,11 @@ def check_schedule(
                       f"{schedule.text!r} never fires: no fire within 4 years"))
         return found
     expr = schedule.expression
-    if expr is not None and expr.dom_restricted and expr.dow_restricted:
+    if expr is not None and expr.dom_restricted and expr.dow_restricted and not days_or:
         found.append(("warning", "cron",
                       f"both day-of-month and day-of-week are restricted in {expr.text!r}: "
-                      "it fires when day-of-month OR day-of-week matches (not AND)"))
+                      "it fires when day-of-month OR day-of-week matches (not AND); if "
+                      "that is meant, end the line with '# cronctl: days-or'"))
     if timeout is not None:
         gap = _closest_gap(schedule, now)
         if gap is not None and gap < timeout:

@@ -25,6 +25,7 @@ class TomlJob:
     values: dict[str, Any]
     source: str  # path:line of the table
     key_sources: dict[str, str] = field(default_factory=dict)
+    days_or: bool = False  # its `cron =` line says `# cronctl: days-or` (DAYS_OR)
 
     def source_of(self, key: str | None) -> str:
         return self.key_sources.get(key, self.source) if key else self.source
@@ -71,6 +72,10 @@ def read_jobs_dir(jobs_dir: Path, *, required: bool = True) -> JobFiles:
     return JobFiles(tuple(jobs), tuple(violations), len(paths), tuple(warnings))
 
 
+# On a `cron =` line: both day fields are restricted on purpose (day-of-month OR
+# day-of-week), so `validate` does not warn about it. import-crontab writes it where cron
+# read the line the same way.
+DAYS_OR = "# cronctl: days-or"
 NO_JOBS = "defines no jobs (an empty file is valid; add a [jobs.<id>] table or delete it)"
 # Names that look like job files but are not read: only `*.toml` is.
 _LOOKALIKE = re.compile(r"\.(tml|tom|toml|toml\.\w+|ya?ml|json|ini|conf|cfg)$", re.IGNORECASE)
@@ -124,6 +129,7 @@ def read_job_file(path: Path) -> tuple[list[TomlJob], list[Violation]]:
                                     "must be a table of jobs: [jobs.<id>]"))
         return [], violations
     jobs: list[TomlJob] = []
+    lines = text.splitlines()
     for job_id, values in tables.items():
         table_source = index.table_source(shown, ("jobs", job_id))
         if not isinstance(values, dict):
@@ -134,8 +140,10 @@ def read_job_file(path: Path) -> tuple[list[TomlJob], list[Violation]]:
         key_sources = {
             key: index.source(shown, ("jobs", job_id), key) for key in values
         }
+        cron_line = index.keys.get(("jobs", job_id, "cron"))
+        days_or = cron_line is not None and DAYS_OR in lines[cron_line - 1]
         jobs.append(TomlJob(id=job_id, values=values, source=table_source,
-                            key_sources=key_sources))
+                            key_sources=key_sources, days_or=days_or))
     return jobs, violations
 
 
