@@ -109,7 +109,7 @@ def collect(config: Config, store: Reader | None, jobs: Sequence[JobDefinition],
         active = store.pending_or_running()
         schedules = store.list_schedules()
         paused = {s.job_id for s in schedules if s.paused}
-        seen = attention(store, jobs, schedules, now)
+        seen = attention(store, jobs, schedules, now, live=[n.node_id for n in nodes])
     known = {job.id for job in jobs}
     return Status(
         database="none" if config.in_memory else config.database_display,
