@@ -4,7 +4,7 @@ instant that nobody started or skipped) and nodes whose notifications fail."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -40,6 +40,12 @@ class Attention:
     failing: Sequence[Failing] = ()
     late: Sequence[Late] = ()
     notify: Sequence[DeliveryFailures] = ()
+    # The live nodes (None: unknown). A node's delivery failures are what it recorded
+    # while it ran: for a node that is not live now they tell of its last run.
+    live: frozenset[str] | None = None
+
+    def _live(self, node_id: str) -> bool:
+        return self.live is None or node_id in self.live
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -49,7 +55,8 @@ class Attention:
                       "late_after": x.late_after.total_seconds()} for x in self.late],
             "notify_failing": [{"node": n.node_id, "since": iso_z(n.failing_since),
                                 "last_failure_at": iso_z(n.last_failure_at),
-                                "failures": n.failures, "last_error": n.last_error}
+                                "failures": n.failures, "last_error": n.last_error,
+                                "live": self._live(n.node_id)}
                                for n in self.notify],
         }
 
@@ -60,15 +67,20 @@ class Attention:
                for f in self.failing]
         out += [f"late: {x.job} (planned {iso_z(x.planned)}, not started after "
                 f"{format_duration(x.late_after)})" for x in self.late]
-        out += [f"notifications failing on {n.node_id} since {iso_z(n.failing_since)}: "
-                f"{n.failures} failed, last {iso_z(n.last_failure_at)}"
+        out += [(f"notifications failing on {n.node_id} since {iso_z(n.failing_since)}: "
+                 if self._live(n.node_id) else
+                 f"notifications were failing on {n.node_id} in its last run (it is not live "
+                 f"now), since {iso_z(n.failing_since)}: ")
+                + f"{n.failures} failed, last {iso_z(n.last_failure_at)}"
                 + (f" ({n.last_error})" if n.last_error else "") for n in self.notify]
         return out
 
 
 def attention(store: Reads, jobs: Sequence[JobDefinition],
-              schedules: Sequence[ScheduleState], now: datetime) -> Attention:
-    """One indexed query per enabled job (its newest execution), plus the failures."""
+              schedules: Sequence[ScheduleState], now: datetime,
+              live: Collection[str] | None = None) -> Attention:
+    """One indexed query per enabled job (its newest execution), plus the failures;
+    ``live``: the ids of the live nodes."""
     from cronctl.core import needs_store
 
     state = {s.job_id: s for s in schedules}
@@ -87,7 +99,8 @@ def attention(store: Reads, jobs: Sequence[JobDefinition],
         planned = _oldest_not_started(job, known.cursor, newest)
         if planned is not None and planned + job.late_after <= now:
             late.append(Late(job.id, planned, job.late_after))
-    return Attention(failing, late, store.delivery_failures())
+    return Attention(failing, late, store.delivery_failures(),
+                     None if live is None else frozenset(live))
 
 
 def _oldest_not_started(job: JobDefinition, cursor: datetime | None,

@@ -117,7 +117,7 @@ def _expand(run: SkipRecord, config: Config, schedules: dict[str, Any]) -> list[
 # ERROR, SCHEDULED; the id, the job and the status always stay.
 COLUMNS = (
     Column("ID"),
-    Column("JOB", shrink=True),
+    Column("JOB", shrink=True, middle=True),
     Column("SCHEDULED", priority=1),
     Column("STARTED", priority=4),
     Column("DURATION", priority=3),

@@ -114,7 +114,7 @@ def _when(row: ListRow, now: datetime) -> Cell:
 # Dropped first when the terminal is narrow: CALENDAR, AFTER, MODE, ZONE, TARGET, SCHEDULE;
 # the id, the next fire and the last status always stay.
 COLUMNS = (
-    Column("ID", shrink=True, floor=16),
+    Column("ID", shrink=True, floor=16, middle=True),
     Column("SCHEDULE", priority=2),
     Column("ZONE", priority=4),
     Column("MODE", priority=5),

@@ -111,7 +111,7 @@ def collect(config: Config, store: Reader | None, jobs: Sequence[JobDefinition],
         active = store.pending_or_running()
         schedules = store.list_schedules()
         paused = {s.job_id for s in schedules if s.paused}
-        seen = attention(store, jobs, schedules, now)
+        seen = attention(store, jobs, schedules, now, live=[n.node_id for n in nodes])
     known = {job.id for job in jobs}
     return Status(
         database="none" if config.in_memory else config.database_display,
@@ -163,11 +163,11 @@ def _scheduled(at: datetime, now: datetime) -> Cell:
 NODE_COLUMNS = (Column("NODE", shrink=True), Column("HOST", shrink=True, priority=2),
                 Column("PID", priority=3), Column("STARTED", priority=1),
                 Column("LAST HEARTBEAT"))
-RUN_COLUMNS = (Column("ID"), Column("JOB", shrink=True), Column("STATUS", status=True),
+RUN_COLUMNS = (Column("ID"), Column("JOB", shrink=True, middle=True), Column("STATUS", status=True),
                Column("NODE", shrink=True, priority=4), Column("SCHEDULED", priority=3),
                Column("STARTED", priority=2), Column("PROGRESS", shrink=True, priority=1,
                                                      floor=16))
-NEXT_COLUMNS = (Column("JOB", shrink=True, floor=16), Column("NEXT FIRE"))
+NEXT_COLUMNS = (Column("JOB", shrink=True, floor=16, middle=True), Column("NEXT FIRE"))
 
 
 def _sections(status: Status, now: datetime

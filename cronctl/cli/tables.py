@@ -62,6 +62,9 @@ class Column:
     priority: int = 0
     floor: int = 12
     status: bool = False
+    # Ids are shortened in the middle: `reports.compact` and `reports-summary` differ at
+    # the end, which `reports…` would hide (`repor…compact`, `repor…summary`).
+    middle: bool = False
 
 
 @dataclass(frozen=True)
@@ -110,12 +113,35 @@ def text_width(text: str) -> int:
     return len(text) if text.isascii() else sum(_char_width(c) for c in text)
 
 
-def shorten(text: str, width: int) -> str:
+def shorten(text: str, width: int, *, middle: bool = False) -> str:
     """``text`` in at most ``width`` columns: whole if it fits, else cut and ended with
-    ``…``, at a word boundary when one keeps at least half of the room."""
+    ``…``, at a word boundary when one keeps at least half of the room; ``middle``: the
+    ``…`` replaces the middle, keeping the start and the end (ids)."""
     if text_width(text) <= width:
         return text
+    if middle and text.isascii() and width >= 5:
+        return _cut_middle(text, width)
     return _cut(text, width)
+
+
+def _cut_middle(text: str, width: int) -> str:
+    """``text`` (ASCII, too long) as its start, ``…`` and its end in ``width`` columns: at
+    word boundaries when a start and an end that fit together have them (the longest such
+    pair, the end preferred), else split by characters, the end the larger half."""
+    room = width - 1
+    heads = [i for i in range(1, len(text)) if text[i] in _BREAK_AFTER]
+    tails = [j for j in range(1, len(text)) if text[j - 1] in _BREAK_AFTER]
+    best: tuple[int, int] | None = None
+    for j in tails:
+        tail = len(text) - j
+        fits = [i for i in heads if i + tail <= room and i < j - 1]
+        if fits and (best is None or (fits[-1] + tail, tail) > (best[0] + len(text) - best[1],
+                                                               len(text) - best[1])):
+            best = (fits[-1], j)
+    if best is not None and best[0] + len(text) - best[1] >= room // 2:
+        return text[:best[0]] + ELLIPSIS + text[best[1]:]
+    end = text[len(text) - (room - room * 2 // 5):].lstrip(" ,;:-_.=@")
+    return text[:room - len(end)].rstrip(" ,;:-_.=@") + ELLIPSIS + end
 
 
 def _cut(text: str, width: int) -> str:
@@ -264,8 +290,9 @@ def _shrunk(table: Table, shown: list[int], widths: list[int], floors: list[int]
 
 def _used(table: Table, index: int, form: int, width: int) -> int:
     """How wide column ``index`` really is when its cells are shortened to ``width``."""
+    middle = table.columns[index].middle
     return max([text_width(table.columns[index].header),
-                *(text_width(shorten(_form(row.cells[index], form), width))
+                *(text_width(shorten(_form(row.cells[index], form), width, middle=middle))
                   for row in table.rows)])
 
 
@@ -283,7 +310,8 @@ def lines(table: Table, fitted: Layout, width: int | None = None, indent: str = 
         cells: list[Segment] = []
         for i in fitted.shown:
             column = table.columns[i]
-            text = shorten(_form(row.cells[i], fitted.forms[i]), fitted.widths[len(cells)])
+            text = shorten(_form(row.cells[i], fitted.forms[i]), fitted.widths[len(cells)],
+                           middle=column.middle)
             style = row.style
             if column.status:
                 style = STATUS_STYLES.get(text.split(" ", 1)[0], style)

@@ -54,6 +54,7 @@ class RawJob:
     sources: Mapping[str, str]
     source: str  # the [jobs.<id>] table, or the decorated method
     from_toml: bool = True
+    days_or: bool = False  # both day fields restricted on purpose: no warning
 
 
 @dataclass(frozen=True)
@@ -239,7 +240,8 @@ def build_job(raw: RawJob, ctx: BuildContext) -> BuildResult:
     # These run whenever their own inputs could be read, so one run reports everything.
     if (expression is not None or every is not None) and not failed & _SCHEDULE_INPUTS:
         schedule = checks.make_schedule(expression, every, anchor, timezone, dst_gap, dst_fold)
-        for kind, key, message in checks.check_schedule(schedule, ctx.now, timeout, misfire):
+        for kind, key, message in checks.check_schedule(schedule, ctx.now, timeout, misfire,
+                                                        days_or=raw.days_or):
             (violation if kind == "violation" else warning)(key, message)
     retry_problem = _retry_problem(conv, values)
     if retry_problem:

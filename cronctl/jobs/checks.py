@@ -68,24 +68,29 @@ _CHECKED_LIMIT = 16384
 
 
 def check_schedule(
-    schedule: Schedule, now: datetime, timeout: timedelta | None, misfire: MisfirePolicy
+    schedule: Schedule, now: datetime, timeout: timedelta | None, misfire: MisfirePolicy,
+    *, days_or: bool = False,
 ) -> tuple[Finding, ...]:
     """The findings of one schedule, worked out once per distinct question: jobs that
     share a schedule share its :class:`Schedule` (``shared_schedule``), and a job set
     is checked against one ``now``, so 100,000 jobs on a few hundred schedules search
     the calendar a few hundred times."""
-    key = (schedule, now, timeout, misfire)
+    key = (schedule, now, timeout, misfire, days_or)
     found = _CHECKED.get(key)
     if found is None:
         if len(_CHECKED) >= _CHECKED_LIMIT:
             _CHECKED.clear()
-        found = _CHECKED[key] = tuple(_check_schedule(schedule, now, timeout, misfire))
+        found = _CHECKED[key] = tuple(_check_schedule(schedule, now, timeout, misfire,
+                                                      days_or=days_or))
     return found
 
 
 def _check_schedule(
-    schedule: Schedule, now: datetime, timeout: timedelta | None, misfire: MisfirePolicy
+    schedule: Schedule, now: datetime, timeout: timedelta | None, misfire: MisfirePolicy,
+    *, days_or: bool = False,
 ) -> list[Finding]:
+    """Never-firing schedules and the schedule warnings; ``days_or``: both day fields are
+    restricted on purpose (``# cronctl: days-or`` on the cron line), no warning for it."""
     found: list[Finding] = []
     key = "cron" if schedule.expression is not None else "every"
     first = schedule.next_after(now)
@@ -94,10 +99,11 @@ def _check_schedule(
                       f"{schedule.text!r} never fires: no fire within 4 years"))
         return found
     expr = schedule.expression
-    if expr is not None and expr.dom_restricted and expr.dow_restricted:
+    if expr is not None and expr.dom_restricted and expr.dow_restricted and not days_or:
         found.append(("warning", "cron",
                       f"both day-of-month and day-of-week are restricted in {expr.text!r}: "
-                      "it fires when day-of-month OR day-of-week matches (not AND)"))
+                      "it fires when day-of-month OR day-of-week matches (not AND); if "
+                      "that is meant, end the line with '# cronctl: days-or'"))
     if timeout is not None:
         gap = _closest_gap(schedule, now)
         if gap is not None and gap < timeout:

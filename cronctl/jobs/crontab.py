@@ -22,7 +22,7 @@ from typing import Any
 
 import tomli_w
 
-from cronctl.cron import CronSyntaxError, Schedule
+from cronctl.cron import CronExpression, CronSyntaxError, Schedule
 from cronctl.jobs.crontab_fields import (
     DOM,
     DOW,
@@ -34,6 +34,7 @@ from cronctl.jobs.crontab_fields import (
     parse_cron_field,
     translate_days,
 )
+from cronctl.jobs.toml_source import DAYS_OR
 
 _MACROS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
 # ``--spread``: the hash-spread form (SPEC section 8) offered for these macros, as Jenkins
@@ -362,6 +363,20 @@ def _comment(text: str) -> str:
                    else f"\\x{ord(ch):02x}" for ch in text)
 
 
+def _days_or(table: str, cron: str) -> str:
+    """Mark the ``cron =`` line of an expression whose day fields are both restricted: cron
+    read that line as day-of-month OR day-of-week too (the importer rewrote every line it
+    read otherwise), so validate need not warn about the OR rule."""
+    try:
+        expr = CronExpression(cron)
+    except ValueError:
+        return table
+    if not (expr.dom_restricted and expr.dow_restricted):
+        return table
+    return "\n".join(f"{line}  {DAYS_OR} (as cron read this line)"
+                     if line.startswith("cron = ") else line for line in table.split("\n"))
+
+
 def render_toml(conversion: Conversion, *, source: str) -> str:
     """The job file: a header, then per job a comment naming its source line and its
     ``[jobs.<id>]`` table (tomli-w writes the tables; it cannot write comments)."""
@@ -387,7 +402,8 @@ def render_toml(conversion: Conversion, *, source: str) -> str:
         if job.spread_from is not None:
             out.append(f"# --spread: {job.spread_from} became {job.cron!r}, at a time of "
                        "this job's own (see 'cronctl next " + job.id + "')")
-        out.append(tomli_w.dumps({"jobs": {job.id: job.table}}).rstrip("\n"))
+        out.append(_days_or(tomli_w.dumps({"jobs": {job.id: job.table}}).rstrip("\n"),
+                            job.cron))
         tables[job.id] = job.table
     document = "\n".join(out) + "\n"
     assert tomllib.loads(document).get("jobs", {}) == tables  # the comments broke nothing

@@ -162,7 +162,7 @@ def _load_sources(settings: JobSettings, *, now: datetime | None,
         raws.append(raw if twin is None else _override(raw, twin))
     for table in tables.values():
         raws.append(RawJob(id=table.id, values=table.values, sources=table.key_sources,
-                           source=table.source))
+                           source=table.source, days_or=table.days_or))
 
     calendars, bad_calendars, problems = build_calendars(
         (*settings.calendar_tables, *files.calendars))
@@ -221,4 +221,5 @@ def _override(decorated: RawJob, table: TomlJob) -> RawJob:
                 sources.pop(key, None)
     values.update(table.values)
     sources.update(table.key_sources)
-    return RawJob(id=decorated.id, values=values, sources=sources, source=table.source)
+    return RawJob(id=decorated.id, values=values, sources=sources, source=table.source,
+                  days_or=table.days_or)

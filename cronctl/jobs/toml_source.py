@@ -27,6 +27,7 @@ class TomlJob:
     values: dict[str, Any]
     source: str  # path:line of the table
     key_sources: Mapping[str, str] = field(default_factory=dict)
+    days_or: bool = False  # its `cron =` line says `# cronctl: days-or` (DAYS_OR)
 
     def source_of(self, key: str | None) -> str:
         return self.key_sources.get(key, self.source) if key else self.source
@@ -84,6 +85,10 @@ def read_jobs_dir(jobs_dir: Path, *, required: bool = True, only: str | None = N
                     calendars=tuple(calendars))
 
 
+# On a `cron =` line: both day fields are restricted on purpose (day-of-month OR
+# day-of-week), so `validate` does not warn about it. import-crontab writes it where cron
+# read the line the same way.
+DAYS_OR = "# cronctl: days-or"
 NO_JOBS = "defines no jobs (an empty file is valid; add a [jobs.<id>] table or delete it)"
 # Names that look like job files but are not read: only `*.toml` is.
 _LOOKALIKE = re.compile(r"\.(tml|tom|toml|toml\.\w+|ya?ml|json|ini|conf|cfg)$", re.IGNORECASE)
@@ -178,6 +183,9 @@ def _read_jobs(shown: str, text: str, data: dict[str, Any]
                                     "must be a table of jobs: [jobs.<id>]"))
         return [], violations
     jobs: list[TomlJob] = []
+    # Only a file with the mark pays for the lines of each job's cron key.
+    marked = DAYS_OR in text
+    lines = text.splitlines() if marked else []
     for job_id, values in tables.items():
         table_source = index.table_source(shown, ("jobs", job_id))
         if not isinstance(values, dict):
@@ -186,8 +194,10 @@ def _read_jobs(shown: str, text: str, data: dict[str, Any]
                                         "keys under it), not a value"))
             continue
         key_sources = _KeyLines(index, shown, job_id, values)
+        cron_line = index.index.keys.get(("jobs", job_id, "cron")) if marked else None
+        days_or = cron_line is not None and DAYS_OR in lines[cron_line - 1]
         jobs.append(TomlJob(id=job_id, values=values, source=table_source,
-                            key_sources=key_sources))
+                            key_sources=key_sources, days_or=days_or))
     return jobs, violations
 
 

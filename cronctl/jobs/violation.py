@@ -7,6 +7,7 @@ anything is registered, so an operator sees every problem in one run.
 from __future__ import annotations
 
 import difflib
+import importlib
 import os
 import traceback
 from collections.abc import Iterable
@@ -66,10 +67,18 @@ def one_line(text: str) -> str:
     return ""
 
 
+# Frames that are not the user's code: the frozen import machinery, the importlib package
+# and cronctl itself (the frame that imported or called their code).
+_NOT_THEIRS = ("<frozen ", os.path.dirname(importlib.__file__) + os.sep,
+               os.path.dirname(os.path.dirname(__file__)) + os.sep)
+
+
 def summarize_exception(exc: BaseException) -> str:
     """``Type: message (file:line)``: the exception and where it was raised, in one line.
 
-    The location is the innermost traceback frame, or the offending line of a
+    The location is the innermost traceback frame of the user's code (not Python's
+    import machinery, ``<frozen importlib._bootstrap>``, nor cronctl's: a module that is
+    not found at all has no location), or the offending line of a
     :class:`SyntaxError` (whose innermost frame is importlib's, not the user's).
     """
     where = ""
@@ -78,7 +87,8 @@ def summarize_exception(exc: BaseException) -> str:
         message = one_line(exc.msg)
     else:
         message = one_line(str(exc))
-        frames = traceback.extract_tb(exc.__traceback__)
+        frames = [f for f in traceback.extract_tb(exc.__traceback__)
+                  if not f.filename.startswith(_NOT_THEIRS)]
         if frames:
             where = f"{frames[-1].filename}:{frames[-1].lineno}"
     text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__

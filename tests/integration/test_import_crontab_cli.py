@@ -77,6 +77,21 @@ def test_writes_the_job_file_into_jobs_dir_and_validate_accepts_it(workdir: Path
     assert checked.json()["ok"] is True
 
 
+def test_what_the_importer_wrote_on_purpose_draws_no_day_warning(workdir: Path) -> None:
+    """Issue 24: `0 9 1-7 * MON` (cron: the 1st-7th OR Mondays, since neither field starts
+    with '*') drew the "both day fields restricted" warning right after the import."""
+    (workdir / "mycron").write_text("0 9 1-7 * MON /bin/true\n")
+    assert cronctl(workdir, "import-crontab", "mycron").code == 0
+    written = (workdir / "jobs.d" / "mycron.toml").read_text()
+    assert 'cron = "0 0 9 1-7 * MON"  # cronctl: days-or' in written
+    checked = cronctl(workdir, "validate", "--strict", "--json")
+    assert checked.code == 0 and checked.json()["warnings"] == [], checked.out
+    # without the mark (written by hand), the OR rule is still pointed out
+    (workdir / "jobs.d" / "mycron.toml").write_text(written.replace("# cronctl: days-or", "#"))
+    warned = cronctl(workdir, "validate", "--json").json()["warnings"]
+    assert [(w["key"], "days-or" in w["message"]) for w in warned] == [("cron", True)]
+
+
 def test_not_converted_lines_give_exit_1_and_one_line_each(workdir: Path) -> None:
     (workdir / "mycron").write_text(WITH_PROBLEMS)
     run = cronctl(workdir, "import-crontab", "mycron")

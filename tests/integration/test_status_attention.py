@@ -72,11 +72,14 @@ def test_status_shows_failing_late_and_notification_failures(tmp_path: Path) -> 
     [failing] = doc["notify_failing"]
     assert (failing["node"], failing["failures"], failing["last_error"]) == (
         "n1", 1, "webhook https://h/…: HTTP 500")
+    assert failing["live"] is False  # issue 24: no scheduler runs here
     text = subprocess.run(run, capture_output=True, text=True, env=env, check=True,
                           timeout=30).stdout
     assert "failing: broken (dead_letter, planned " in text
     assert "late: slowpoke (planned " in text and "not started after 5m)" in text
-    assert "notifications failing on n1 since " in text
+    # issue 24: it said "notifications failing on n1 since ..." under "no live nodes"
+    assert "no live nodes" in text and "notifications failing on n1" not in text
+    assert "notifications were failing on n1 in its last run (it is not live now)" in text
     assert "(webhook https://h/…: HTTP 500)" in text
 
 

@@ -203,3 +203,25 @@ def _strip(text: str) -> str:
     import re
 
     return re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+
+def test_ids_are_shortened_in_the_middle_so_similar_ones_stay_apart() -> None:
+    """Issue 24: at 80 columns `history` showed `reports…` for both `reports.compact` and
+    `reports-summary`."""
+    ids = ("reports.compact", "reports-summary")
+    for width in range(5, 15):
+        a, b = (shorten(x, width, middle=True) for x in ids)
+        assert a != b and text_width(a) <= width and text_width(b) <= width, (width, a, b)
+        assert a.startswith("r") and a[-1] == "t" and "…" in a
+    # at word boundaries when a start and an end fit together
+    assert shorten("nightly-warehouse-export-with-retention", 20, middle=True) == (
+        "nightly…retention")
+    table = Table((Column("JOB", shrink=True, floor=8, middle=True), Column("X")),
+                  tuple(Row((x, "y" * 60)) for x in ids))
+    shown = [plain_line for plain_line in plain_lines(table, 72)]
+    assert len({line.split()[0] for line in shown[1:]}) == 2, shown
+
+
+def plain_lines(table: Table, width: int) -> list[str]:
+    return ["".join(text for text, _ in line) for line in lines(table, layout(table, width),
+                                                                 width)]

@@ -360,3 +360,23 @@ def test_commands_that_start_or_cannot_be_judged_draw_no_warning(
     write("a.toml", f'[jobs.a]\nevery = "1m"\n{extra}command = {command}\n')
     result = load()
     assert result.violations == () and result.warnings == ()
+
+
+def test_a_module_not_found_names_no_location_inside_python(write: WriteJob, load: Load,
+                                                            tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    """Issue 24: `cannot import module 'nosuchmodule': ModuleNotFoundError: ...
+    (<frozen importlib._bootstrap>:1140)`: Python's own frame said nothing to the user. A
+    missing import inside the user's module still names its line."""
+    mods = tmp_path / "mods"
+    mods.mkdir()
+    (mods / "issue24_user_mod.py").write_text("import issue24_missing_dep\n\ndef f(): pass\n")
+    monkeypatch.syspath_prepend(str(mods))
+    write("a.toml", '[jobs.a]\nevery = "1m"\ntarget = "python:issue24_no_such_mod:f"\n'
+                    '[jobs.b]\nevery = "1m"\ntarget = "python:issue24_user_mod:f"\n')
+    a, b = sorted(load().violations, key=lambda v: v.job or "")
+    assert a.message == ("cannot import module 'issue24_no_such_mod': ModuleNotFoundError: "
+                         "No module named 'issue24_no_such_mod'")
+    assert b.message.endswith(f"No module named 'issue24_missing_dep' "
+                              f"({mods / 'issue24_user_mod.py'}:1)"), b.message
