@@ -150,8 +150,9 @@ def check_python_target(target: PythonTarget) -> str | None:
 
 
 def clear_python_cache() -> None:
-    """Forget earlier import results (SIGHUP reloads re-check)."""
+    """Forget earlier import results (SIGHUP reloads re-check), and command look-ups."""
     _PYTHON_CACHE.clear()
+    clear_command_cache()
 
 
 def _python_problem(target: PythonTarget) -> str | None:
@@ -191,9 +192,27 @@ def check_command(target: CommandTarget) -> str | None:
     program = _first_word(target)
     if program is None:
         return None
+    own = "PATH" in target.env
+    search = target.env["PATH"] if own else os.environ.get("PATH", os.defpath)
+    key = (program, target.cwd, own, search)
+    if key not in _COMMANDS:  # (100,000 jobs run a few programs: one look-up each)
+        if len(_COMMANDS) >= _CHECKED_LIMIT:
+            _COMMANDS.clear()
+        _COMMANDS[key] = _command_problem(program, target.cwd, own, search)
+    return _COMMANDS[key]
+
+
+_COMMANDS: dict[tuple[str, str | None, bool, str], str | None] = {}
+
+
+def clear_command_cache() -> None:
+    """Forget earlier look-ups (a new load, e.g. SIGHUP, looks at the disk again)."""
+    _COMMANDS.clear()
+
+
+def _command_problem(program: str, cwd: str | None, own: bool, search: str) -> str | None:
     if "/" in program:
-        path = program if os.path.isabs(program) or not target.cwd else os.path.join(
-            target.cwd, program)
+        path = program if os.path.isabs(program) or not cwd else os.path.join(cwd, program)
         if not os.path.isabs(path):
             return None  # relative to a working directory only `run` knows
         if not os.path.exists(path):
@@ -202,8 +221,6 @@ def check_command(target: CommandTarget) -> str | None:
         if os.path.isdir(path) or not os.access(path, os.X_OK):
             return f"command {program!r} is not an executable file"
         return None
-    own = "PATH" in target.env
-    search = target.env["PATH"] if own else os.environ.get("PATH", os.defpath)
     if shutil.which(program, path=search) is None:
         where = "the PATH in its env" if own else "this process's PATH"
         return (f"command {program!r} not found on {where}; the job would fail with "
