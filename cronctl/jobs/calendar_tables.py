@@ -4,7 +4,7 @@ values, every problem a :class:`Violation` naming the file, line and key."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
@@ -40,7 +40,12 @@ class RawCalendar:
         return self.key_sources.get(key, self.source)
 
 
-def raw_calendars(tables: Any, shown: str, base_dir: Path, where: Any
+Where = Callable[[tuple[str, ...], str | None], str]
+"""``where(table_path, key)``: the ``path:line`` of a key of a table (``key`` None: of the
+table itself)."""
+
+
+def raw_calendars(tables: Any, base_dir: Path, where: Where
                   ) -> tuple[list[RawCalendar], list[Violation]]:
     """The ``calendars`` value of a file's document. ``where(table_path, key)`` gives the
     ``path:line`` of a key (``key`` None: of the table)."""
@@ -59,7 +64,6 @@ def raw_calendars(tables: Any, shown: str, base_dir: Path, where: Any
             continue
         keys = {key: where(table, key) for key in values}
         out.append(RawCalendar(name, values, source, base_dir, keys))
-    del shown
     return out, violations
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cronctl.jobs.calendar_tables import RawCalendar, raw_calendars
+from cronctl.jobs.calendar_tables import RawCalendar, Where, raw_calendars
 from cronctl.jobs.tomlfile import read_toml
 from cronctl.jobs.violation import Violation, did_you_mean, display_path
 
@@ -134,13 +134,13 @@ def read_job_document(path: Path
     jobs, violations = _read_jobs(shown, text, data)
     calendars: list[RawCalendar] = []
     if "calendars" in data:
-        calendars, problems = raw_calendars(data["calendars"], shown, path.parent,
+        calendars, problems = raw_calendars(data["calendars"], path.parent,
                                             line_index(text, shown))
         violations.extend(problems)
     return jobs, violations, calendars
 
 
-def line_index(text: str, shown: str) -> Any:
+def line_index(text: str, shown: str) -> Where:
     """``where(table, key)``: the ``path:line`` of a key of a table of ``text`` (``key``
     None: of the table itself)."""
     index = _LineIndex(text)
@@ -159,7 +159,7 @@ def read_config_calendars(path: Path, data: dict[str, Any]
         text = path.read_text(encoding="utf-8").removeprefix("\ufeff")
     except (OSError, UnicodeDecodeError, ValueError):
         text = ""
-    return raw_calendars(data["calendars"], shown, path.parent, line_index(text, shown))
+    return raw_calendars(data["calendars"], path.parent, line_index(text, shown))
 
 
 def _read_jobs(shown: str, text: str, data: dict[str, Any]

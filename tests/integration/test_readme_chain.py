@@ -136,3 +136,47 @@ def test_a_failed_parent_skips_the_rest_of_the_chain(tmp_path: Path) -> None:
     assert f"skipped: upstream extract@{z} failed" in str(doc["detail"])
     assert load and all(s.detail and "upstream transform@" in s.detail
                         and "was skipped (upstream)" in s.detail for s in load)
+
+
+def test_readme_why_transcript_matches(tmp_path: Path) -> None:
+    """The README's ``why`` transcript for 6 December (a Finnish holiday): the skip
+    records are the ones ``cronctl run`` writes (their details made by the same
+    functions), and ``cronctl why`` must print the README's lines."""
+    from cronctl.config import load_config
+    from cronctl.core.calendars import calendar_skip
+    from cronctl.core.dependencies import ParentFact, ParentState, upstream_verdict
+    from cronctl.jobs import load_jobs
+    from cronctl.jobs.model import Origin
+    from cronctl.options import GlobalOptions
+    from cronctl.store import open_store
+    from cronctl.store.records import SkipRun
+
+    text = README.read_text(encoding="utf-8")
+    block = re.search(r"```console\n(\$ cronctl why extract 2026-12-06.*?)```", text, re.S)
+    assert block, "the README lost its why transcript"
+    project = Project(tmp_path, f"sqlite:///{tmp_path / 'state.db'}")
+    project.jobs(_example(), name="etl.toml")
+    config = load_config(GlobalOptions(config=project.config))
+    jobs = {j.id: j for j in load_jobs(config.job_settings).jobs}
+    t = datetime(2026, 12, 6, 4, 0, tzinfo=UTC)  # 06:00 in Helsinki
+    calendar = calendar_skip(jobs["extract"], t, Origin.CRON)
+    assert calendar is not None and calendar.detail is not None
+    transform = upstream_verdict(jobs["transform"], t, {
+        "extract": ParentFact(ParentState.SKIPPED, "calendar")}, t)
+    load = upstream_verdict(jobs["load"], t, {
+        "transform": ParentFact(ParentState.SKIPPED, "upstream")}, t)
+    store = open_store(project.database, node_id="a")
+    try:
+        store.save_definitions(list(jobs.values()))
+        store.record_skips([
+            SkipRun("extract", "calendar", t, t, 1, "a", None, calendar.detail),
+            SkipRun("transform", "upstream", t, t, 1, "a", None, transform.detail),
+            SkipRun("load", "upstream", t, t, 1, "a", None, load.detail)])
+    finally:
+        store.close()
+    lines = block.group(1).splitlines()
+    for command, expected in ((lines[0], lines[1:3]), (lines[3], lines[4:6])):
+        args = command.removeprefix("$ cronctl ").split()
+        done = project.cli(*args)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines()[:2] == expected
