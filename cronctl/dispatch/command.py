@@ -394,8 +394,14 @@ class _Reactor:
         elif returncode == 0:
             outcome = Outcome(ExecutionStatus.SUCCEEDED, exit_code=0, usage=usage)
         else:
-            outcome = Outcome(ExecutionStatus.FAILED, error=unsent_kill_text(returncode),
-                              exit_code=returncode, usage=usage)
+            error = unsent_kill_text(returncode)
+            supervisor = self.supervisor
+            if (returncode == -signal.SIGKILL and supervisor is not None
+                    and supervisor.silent_since(child.started_at)):
+                error = (f"killed by SIGKILL from the supervisor: this scheduler had no "
+                         f"heartbeat accepted for more than {supervisor.limit:g}s")
+            outcome = Outcome(ExecutionStatus.FAILED, error=error, exit_code=returncode,
+                              usage=usage)
         self._complete(child, outcome)
 
     def _complete(self, child: _Child, outcome: Outcome) -> None:

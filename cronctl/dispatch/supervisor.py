@@ -25,6 +25,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 log = logging.getLogger("cronctl.dispatch")
 
@@ -88,13 +89,26 @@ class Supervisor:
         self._fd = self._proc.stdin.fileno()
         os.set_blocking(self._fd, False)
         self._broken = False
+        self._last_beat = time.monotonic()
+        self._silence_ended = 0.0  # when the last silence longer than ``limit`` ended
 
     @property
     def pid(self) -> int | None:
         return None if self._proc is None else self._proc.pid
 
     def beat(self) -> None:
+        now = time.monotonic()
+        if now - self._last_beat > self.limit:
+            self._silence_ended = now
+        self._last_beat = now
         self._send(b"b\n")
+
+    def silent_since(self, since: float) -> bool:
+        """Whether the beats stopped for longer than ``limit`` at some time after
+        ``since`` (a :func:`time.monotonic` value): a SIGKILL of a command that ran then
+        is most likely the supervisor's."""
+        now = time.monotonic()
+        return self._silence_ended > since or now - self._last_beat > self.limit
 
     def started(self, pgid: int) -> None:
         self._send(b"+%d\n" % pgid)

@@ -9,6 +9,7 @@ import os
 import pwd
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
@@ -68,9 +69,15 @@ def account() -> Iterator[str]:
     try:
         yield name
     finally:
-        subprocess.run(["pkill", "-KILL", "-u", name], check=False)
-        subprocess.run(["userdel", name], check=False)
+        # userdel refuses while a process of the user lives (the fork test leaves some)
+        deadline = time.monotonic() + 10
+        while subprocess.run(["pkill", "-KILL", "-u", name], check=False).returncode == 0:
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        removed = subprocess.run(["userdel", name], check=False, capture_output=True)
         subprocess.run(["groupdel", extra], check=False)
+        assert removed.returncode == 0, removed.stderr
 
 
 ID_SCRIPT = ("import os, json; print(json.dumps([os.getuid(), os.geteuid(), os.getgid(), "

@@ -60,3 +60,25 @@ def test_the_scheduler_gone_ends_what_is_left() -> None:
         if proc.poll() is None:
             proc.kill()
         proc.wait(5)
+
+
+def test_a_command_the_supervisor_ended_says_so() -> None:
+    from datetime import timedelta
+
+    from cronctl.dispatch.command import CommandDispatcher
+    from cronctl.dispatch.testing import OutcomeRecorder, RecordingSink, request_for
+    from cronctl.jobs.model import CommandTarget, ExecutionStatus, JobDefinition
+
+    dispatcher = CommandDispatcher()
+    dispatcher.supervise(0.5)
+    try:
+        job = JobDefinition(id="long", target=CommandTarget(("sleep", "60")),
+                            cron="* * * * * *", kill_timeout=timedelta(seconds=1))
+        done = OutcomeRecorder()
+        dispatcher.start(request_for(job), RecordingSink(), done)  # no beat comes
+        outcome = done.wait(10)
+    finally:
+        dispatcher.shutdown(wait=False)
+    assert outcome.status is ExecutionStatus.FAILED
+    assert outcome.error == ("killed by SIGKILL from the supervisor: this scheduler had no "
+                             "heartbeat accepted for more than 0.5s")

@@ -249,3 +249,14 @@ def test_retention_must_be_a_table() -> None:
     Path("cronctl.toml").write_text('retention = "30d"\n')
     (violation,) = read_config(GlobalOptions()).violations
     assert (violation.key, violation.message) == ("retention", "must be a table ([retention])")
+
+
+def test_output_limit_in_the_scheduler_table() -> None:
+    Path("cronctl.toml").write_text('[scheduler]\noutput_limit = "2M"\n')
+    config = load_config(GlobalOptions())
+    assert config.output_limit == 2 * 1024**2
+    assert config.job_settings.output_limit_default == 2 * 1024**2
+    Path("cronctl.toml").write_text('[scheduler]\noutput_limit = "lots"\n')
+    (violation,) = read_config(GlobalOptions()).violations
+    assert (violation.key, violation.source.rsplit(":", 1)[-1]) == ("scheduler.output_limit", "2")
+    assert "not a size" in violation.message
