@@ -58,6 +58,7 @@ class _Loaded:
     warnings: list[Violation]
     registry: ServiceRegistry
     defined: int
+    dependent: bool = False  # an ``only`` load found a dependent: it needs its parents
 
 
 def load_jobs(
@@ -88,6 +89,8 @@ def find_job(settings: JobSettings, job_id: str, *, now: datetime | None = None)
     only it is built; a job that none of them defines is looked for among all jobs, for
     the did-you-mean."""
     loaded = _load(settings, now=now, registry=None, only=job_id)
+    if loaded.dependent:  # its parents' definitions decide it: read every job
+        loaded = _load(settings, now=now, registry=None)
     job = loaded.built.get(job_id)
     if job is not None:
         return job
@@ -200,7 +203,9 @@ def _load_sources(settings: JobSettings, *, now: datetime | None,
         failed[job_id] = problems
     violations.sort(key=_source_order)
     warnings.sort(key=_source_order)
-    return _Loaded(built, failed, violations, warnings, registry, len(raws))
+    dependent = only is not None and any(raw.id == only and "after" in raw.values
+                                         for raw in raws)
+    return _Loaded(built, failed, violations, warnings, registry, len(raws), dependent)
 
 
 def _source_order(violation: Violation) -> tuple[str, int]:

@@ -122,6 +122,15 @@ def test_trigger_and_replay_with_chain(tmp_path: Path) -> None:
         done = project.cli("trigger", "extract", "--wait")
         assert done.returncode == 0, done.stderr
 
+        # replay offers nothing before a job was first scheduled: this one "has existed
+        # since 2025" (its row says so), so its 2026-01-01 instant is there to replay
+        import sqlite3
+
+        from cronctl.store.reads import bind_instant
+
+        with sqlite3.connect(tmp_path / "state.db") as db:
+            db.execute("UPDATE job_schedules SET first_seen = ? WHERE job_id = 'extract'",
+                       (bind_instant(datetime(2025, 1, 1, tzinfo=UTC), False),))
         replay = project.cli("replay", "extract", "--since", "2025-12-31T00:00:00Z",
                              "--until", "2026-01-02T00:00:00Z", "--chain", "--json")
         assert replay.returncode == 0, replay.stderr

@@ -100,3 +100,11 @@ def test_find_job_reads_the_calendars_of_other_files(
     parsed = _parsed_files(monkeypatch)
     assert find_job(make_settings(tmp_path), "backup", now=NOW).id == "backup"
     assert parsed == ["a.toml", "b.toml"]
+
+
+def test_find_job_of_a_dependent_reads_its_parents(tmp_path: Path, write: WriteJob) -> None:
+    write("a.toml", '[jobs.extract]\ncron = "0 0 2 * * *"\ncommand = ["true"]\n')
+    write("b.toml", '[jobs.load]\nafter = ["extract"]\ncommand = ["true"]\n')
+    job = find_job(make_settings(tmp_path), "load", now=NOW)
+    assert job.after and job_schedule(job).next_after(NOW) == datetime(2026, 1, 2, 2, 0,
+                                                                       tzinfo=UTC)
