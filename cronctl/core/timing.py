@@ -25,16 +25,12 @@ class ScheduleLike(Protocol):
 
 
 def schedule_for(job: JobDefinition) -> ScheduleLike:
-    """The job's :class:`~cronctl.cron.Schedule` (cron in its zone, or an interval)."""
-    from cronctl.cron.expression import parse_cron
-    from cronctl.cron.interval import Interval
-    from cronctl.cron.schedule import shared_schedule
+    """The job's :class:`~cronctl.cron.Schedule` (cron in its zone, or an interval): the
+    one the loader checked (:func:`cronctl.jobs.checks.job_schedule`, shared per
+    definition), so a job set's schedules are built once."""
+    from cronctl.jobs.checks import job_schedule
 
-    if job.every is not None:
-        return shared_schedule(Interval(job.every, job.anchor))
-    assert job.cron is not None
-    return shared_schedule(parse_cron(job.cron), job.timezone, job.dst_gap.value,
-                           job.dst_fold.value)
+    return job_schedule(job)
 
 
 class OccurrenceIds:
