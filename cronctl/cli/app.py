@@ -42,6 +42,7 @@ COMMANDS: dict[str, str] = {
     "import-crontab": "cmd_import_crontab",
     "systemd-unit": "cmd_systemd",
     "db": "cmd_db",
+    "man": "cmd_man",
 }
 
 

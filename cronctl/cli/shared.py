@@ -253,3 +253,28 @@ def complete_job_ids(ctx: Any, incomplete: str) -> list[str]:
     except Exception:  # completion must never print a traceback into the shell
         return []
     return sorted(job.id for job in files.jobs if job.id.startswith(incomplete))
+
+
+# --- the man pages ---------------------------------------------------------------------
+
+MAN_PAGES = {"cronctl": ("man1", "cronctl.1"), "cronctl.toml": ("man5", "cronctl.toml.5")}
+
+
+def man_page(name: str) -> Path | None:
+    """The file of man page ``name`` (``cronctl`` or ``cronctl.toml``): as installed with
+    the wheel under this Python's prefix (a venv's ``share/man``, which ``man`` finds only
+    from the venv's PATH); the source checkout's first, for an editable install (the
+    copy its installation made does not follow edits)."""
+    import sys
+
+    import cronctl
+
+    section, file = MAN_PAGES[name]
+    checkout = Path(cronctl.__file__).resolve().parents[1]
+    for path in (checkout / "man" / file if (checkout / "pyproject.toml").is_file() else None,
+                 Path(sys.prefix) / "share" / "man" / section / file):
+        if path is None:
+            continue
+        if path.is_file():
+            return path.absolute()
+    return None
