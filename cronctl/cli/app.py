@@ -42,6 +42,7 @@ COMMANDS: dict[str, str] = {
     "import-crontab": "cmd_import_crontab",
     "systemd-unit": "cmd_systemd",
     "db": "cmd_db",
+    "man": "cmd_man",
 }
 
 
@@ -213,6 +214,7 @@ def main(argv: list[str] | None = None) -> None:
     for sub in command.commands.values():  # the commands registered on app beforehand
         _with_global_options(sub)
     try:
+        _completion_for_shell(sys.argv[1:] if argv is None else argv)
         code = command.main(args=argv, standalone_mode=False)
     except CronctlError as exc:
         _fail(str(exc), exc.exit_code)
@@ -224,6 +226,35 @@ def main(argv: list[str] | None = None) -> None:
         print("error: aborted", file=sys.stderr)
         raise SystemExit(1) from None
     raise SystemExit(code if isinstance(code, int) else 0)
+
+
+SHELLS = ("bash", "zsh", "fish", "powershell", "pwsh")
+_COMPLETION_FLAGS = ("--show-completion", "--install-completion")
+
+
+def _completion_for_shell(args: list[str]) -> None:
+    """``--show-completion SHELL`` / ``--install-completion SHELL`` for the shell named.
+    Typer detects the shell and takes these as flags, so the name was read as a command
+    and every shell got the detected one's script; without a name, typer detects it."""
+    flag = next((a for a in args if a in _COMPLETION_FLAGS), None)
+    if flag is None or args.index(flag) + 1 >= len(args):
+        return
+    shell = args[args.index(flag) + 1]
+    if shell.startswith("-"):
+        return
+    if shell not in SHELLS:
+        from cronctl.errors import UsageError
+
+        raise UsageError(f"{flag}: unknown shell {shell!r}; one of {', '.join(SHELLS)}")
+    from typer._completion_shared import get_completion_script, install
+
+    var = "_CRONCTL_COMPLETE"
+    if flag == "--show-completion":
+        typer.echo(get_completion_script(prog_name="cronctl", complete_var=var, shell=shell))
+    else:
+        name, path = install(shell=shell, prog_name="cronctl", complete_var=var)
+        typer.echo(f"{name} completion installed in {path}; it takes effect in a new shell")
+    raise SystemExit(0)
 
 
 def _tolerant_output() -> None:

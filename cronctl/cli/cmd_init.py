@@ -56,6 +56,12 @@ JOBS: dict[str, Any] = {
             "command": ["echo", "hello from cronctl"],
             "timeout": "30s",
         },
+        "slow": {
+            "description": "Runs for two minutes each hour: long enough to watch and cancel",
+            "cron": "0 0 * * * *",
+            "command": ["sleep", "120"],
+            "timeout": "5m",
+        },
         "nightly-report": {
             "description": "A daily job in a time zone; one node runs it per night",
             "cron": "0 30 2 * * *",

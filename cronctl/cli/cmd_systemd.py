@@ -27,6 +27,7 @@ import typer
 
 from cronctl.cli import argtypes
 from cronctl.cli.options import global_options
+from cronctl.cli.shared import MAN_PAGES, man_page
 from cronctl.errors import UsageError
 from cronctl.escaping import printable
 from cronctl.options import GlobalOptions
@@ -34,7 +35,7 @@ from cronctl.options import GlobalOptions
 UNIT_TEMPLATE = """\
 [Unit]
 Description=cronctl scheduler
-Documentation=man:cronctl(1) man:cronctl.toml(5)
+Documentation=man:cronctl(1) man:cronctl.toml(5){docs}
 Wants=network-online.target
 After=network-online.target{after}
 
@@ -142,6 +143,7 @@ def render_unit(
     *,
     jobs_dir: Path | None = None,
     database: str | None = None,
+    docs: tuple[Path, ...] = (),
 ) -> str:
     """The unit file, or :class:`UsageError` for a value it cannot hold (module doc)."""
     argv = [executable] if isinstance(executable, str) else list(executable)
@@ -155,12 +157,19 @@ def render_unit(
     names.append("run")
     exec_start = _exec_start(argv, names)
     return UNIT_TEMPLATE.format(
+        docs="".join(f" {_file_uri(p)}" for p in docs),
         after=f" {after}" if after else "",
         exec_start=exec_start,
         user=_user_line(user),
         workdir=_directory("--config" if config is not None else "WorkingDirectory", workdir),
         stop_timeout=stop_timeout,
     )
+
+
+def _file_uri(path: Path) -> str:
+    """A ``Documentation=`` ``file:`` URI: percent-encoded, then ``%`` doubled (a systemd
+    specifier otherwise)."""
+    return path.absolute().as_uri().replace("%", "%%")
 
 
 def _executable() -> list[str]:
@@ -255,6 +264,9 @@ def register(app: typer.Typer) -> None:
                 after="postgresql.service" if postgres else "",
                 jobs_dir=jobs_dir,
                 database=database,
+                # `man:` finds nothing a venv installed (its share/man is not on systemd's
+                # MANPATH): the installed pages themselves, by file name
+                docs=tuple(p for p in map(man_page, MAN_PAGES) if p is not None),
             ),
             nl=False,
         )

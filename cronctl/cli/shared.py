@@ -295,3 +295,28 @@ def chain_for(config: Config, job_id: str) -> list[str]:
     if not loaded.ok:
         raise ConfigError(f"--chain needs a valid configuration: {loaded.violations[0]}")
     return chain_of(loaded.jobs, job_id)
+
+
+# --- the man pages ---------------------------------------------------------------------
+
+MAN_PAGES = {"cronctl": ("man1", "cronctl.1"), "cronctl.toml": ("man5", "cronctl.toml.5")}
+
+
+def man_page(name: str) -> Path | None:
+    """The file of man page ``name`` (``cronctl`` or ``cronctl.toml``): as installed with
+    the wheel under this Python's prefix (a venv's ``share/man``, which ``man`` finds only
+    from the venv's PATH); the source checkout's first, for an editable install (the
+    copy its installation made does not follow edits)."""
+    import sys
+
+    import cronctl
+
+    section, file = MAN_PAGES[name]
+    checkout = Path(cronctl.__file__).resolve().parents[1]
+    for path in (checkout / "man" / file if (checkout / "pyproject.toml").is_file() else None,
+                 Path(sys.prefix) / "share" / "man" / section / file):
+        if path is None:
+            continue
+        if path.is_file():
+            return path.absolute()
+    return None

@@ -34,6 +34,7 @@ from cronctl.jobs.crontab_fields import (
     parse_cron_field,
     translate_days,
 )
+from cronctl.jobs.notify import mail_addresses
 from cronctl.jobs.toml_source import DAYS_OR
 
 _MACROS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
@@ -67,6 +68,7 @@ class CrontabJob:
     dst: tuple[str, str] | None = None  # (dst_gap, dst_fold) where auto would differ
     jitter: str | None = None
     spread_from: str | None = None  # the macro this line had, when --spread replaced it
+    mail: tuple[str, ...] = ()  # MAILTO: notify.mail
 
     @property
     def table(self) -> dict[str, Any]:
@@ -79,6 +81,8 @@ class CrontabJob:
             table["jitter"] = self.jitter
         if self.env:
             table["env"] = dict(self.env)
+        if self.mail:
+            table["notify"] = {"mail": self.mail[0] if len(self.mail) == 1 else list(self.mail)}
         return table
 
 
@@ -103,6 +107,7 @@ class _State:
     cron_tz: str | None = None
     jitter: str | None = None
     spread: bool = False
+    mail: tuple[str, ...] = ()
 
     @property
     def zone(self) -> str:
@@ -165,10 +170,15 @@ def _set_env(state: _State, name: str, value: str) -> None:
         else:
             state.env["TZ"] = value
     elif name == "MAILTO":
+        # cron mails a job's output; cronctl mails its failure events (notify.mail, the
+        # default events: dead_letter, abandoned, missed, recovered) to the same people.
+        state.mail = ()
         if value:
-            raise _Skip(f"cron mails the output of the jobs after it to {value}; cronctl does "
-                        "not mail job output (send failure events with [notify], e.g. "
-                        "command = [\"/usr/sbin/sendmail\", \"-t\"])")
+            try:
+                state.mail = mail_addresses([a.strip() for a in value.split(",")])
+            except ValueError as exc:
+                raise _Skip(f"MAILTO {value!r}: {exc}; the lines after it mail nobody"
+                            ) from None
     elif name == "RANDOM_DELAY":  # cronie: a random delay of up to N minutes
         if not (value.isascii() and value.isdigit()) or int(value) > _MAX_DELAY_MINUTES:
             raise _Skip(f"RANDOM_DELAY must be a number of minutes up to "
@@ -223,7 +233,7 @@ def _entry(line: str, number: int, state: _State, system: bool, used: set[str],
     return CrontabJob(
         id=job_id, line=number, text=line, cron=expression,
         timezone=zone, command=shell_command(command, stdin, state.env.get("SHELL")),
-        user=user, env=dict(state.env), dst=dst, jitter=state.jitter,
+        user=user, env=dict(state.env), dst=dst, jitter=state.jitter, mail=state.mail,
         spread_from=fields[0].lower() if expression != fields[0].lower()
         and fields[0].startswith("@") else None)
 
@@ -387,7 +397,9 @@ def render_toml(conversion: Conversion, *, source: str) -> str:
            "\"allow\").",
            "# cron's default environment (PATH=/usr/bin:/bin, HOME, LOGNAME) and working "
            "directory",
-           "# ($HOME) are not reproduced: the job inherits cronctl's, plus its env."]
+           "# ($HOME) are not reproduced: the job inherits cronctl's, plus its env.",
+           "# MAILTO became notify.mail: cronctl mails failure events (dead_letter, ...),",
+           "# not a job's output (that is in its log: cronctl logs --job ID)."]
     if conversion.not_converted:
         out.append("#")
         out.append("# Not converted:")

@@ -20,7 +20,7 @@ from cronctl.jobs.violation import did_you_mean
 EVENTS = ("succeeded", "failed", "dead_letter", "abandoned", "cancelled", "recovered",
           "missed", "skipped", "late", "long_running", "fenced")
 DEFAULT_ON = ("dead_letter", "abandoned", "missed", "recovered")
-NOTIFY_KEYS = ("on", "webhook", "headers", "command")
+NOTIFY_KEYS = ("on", "webhook", "headers", "command", "mail", "smtp")
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP header name (RFC 9110)
 
 Problem = tuple[str, str]  # (sub-key, one-line message)
@@ -34,6 +34,8 @@ class NotifySpec:
     webhook: str | None = None
     headers: tuple[tuple[str, str], ...] | None = None
     command: tuple[str, ...] | None = None
+    mail: tuple[str, ...] | None = None  # addresses: an RFC 5322 message per event
+    smtp: str | None = None  # "host[:port]" to send it through; else sendmail
 
     def over(self, base: NotifySpec) -> NotifySpec:
         """This table's keys over ``base``'s (the job's over the global one)."""
@@ -42,6 +44,8 @@ class NotifySpec:
             webhook=self.webhook if self.webhook is not None else base.webhook,
             headers=self.headers if self.headers is not None else base.headers,
             command=self.command if self.command is not None else base.command,
+            mail=self.mail if self.mail is not None else base.mail,
+            smtp=self.smtp if self.smtp is not None else base.smtp,
         )
 
     @property
@@ -50,15 +54,16 @@ class NotifySpec:
 
     @property
     def active(self) -> bool:
-        """Something to deliver to: a webhook or a command."""
-        return bool(self.webhook or self.command)
+        """Something to deliver to: a webhook, a command or mail addresses."""
+        return bool(self.webhook or self.command or self.mail)
 
     def redacted(self) -> dict[str, Any]:
         """What may be shown or stored: header names with ``***``, the webhook's host."""
         return {"on": None if self.on is None else list(self.on),
                 "webhook": _shown(self.webhook),
                 "headers": None if self.headers is None else {k: "***" for k, _ in self.headers},
-                "command": None if self.command is None else list(self.command)}
+                "command": None if self.command is None else list(self.command),
+                "mail": None if self.mail is None else list(self.mail), "smtp": self.smtp}
 
     def __repr__(self) -> str:  # header values are secrets: never in a repr
         return "NotifySpec(" + ", ".join(f"{k}={v!r}" for k, v in self.redacted().items()) + ")"
@@ -175,4 +180,39 @@ def _command(value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
-_READERS = {"on": _on, "webhook": _webhook, "headers": _headers, "command": _command}
+# A plain address (local@domain, or a local mailbox such as "root", as crontabs' MAILTO
+# often says): no display name, no comments, nothing a header could read otherwise;
+# sendmail gets them after "--".
+_ADDRESS = re.compile(r"[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+"
+                      r"(?:@[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?)?")
+
+
+def mail_addresses(value: Any) -> tuple[str, ...]:
+    """``mail``: one address or an array of them (``ValueError`` naming a bad one)."""
+    return _mail(value)
+
+
+def _mail(value: Any) -> tuple[str, ...]:
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list | tuple) or not items:
+        raise ValueError("must be an address or an array of addresses, e.g. "
+                         "\"ops@example.com\"")
+    out: list[str] = []
+    for item in items:
+        if not isinstance(item, str) or not _ADDRESS.fullmatch(item.strip()):
+            raise ValueError(f"{item!r} is not a mail address such as \"ops@example.com\"")
+        out.append(item.strip())
+    return tuple(out)
+
+
+def _smtp(value: Any) -> str:
+    text = value.strip() if isinstance(value, str) else ""
+    host, _, port = text.rpartition(":") if ":" in text else (text, "", "25")
+    if (not host or not re.fullmatch(r"[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]", host)
+            or not port.isdigit() or not 0 < int(port) < 65536):
+        raise ValueError("must be \"host:port\" of an SMTP server, e.g. \"localhost:25\"")
+    return f"{host}:{int(port)}"
+
+
+_READERS = {"on": _on, "webhook": _webhook, "headers": _headers, "command": _command,
+            "mail": _mail, "smtp": _smtp}

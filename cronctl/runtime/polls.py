@@ -50,6 +50,20 @@ class StorePolls:
         self.store.register_node(self.node_id, self.host, os.getpid(), now, ttl=self.ttl,
                                  process_start=self.identity)
 
+    def warn_if_not_alone(self, now: datetime) -> None:
+        """SQLite is one host: a second live scheduler with another node_id on the same
+        file runs every every_instance job twice per instant (and shares nothing a cluster
+        needs). Said once, at start, by the one that comes second."""
+        if self.store.kind != "sqlite":
+            return
+        others = [n.node_id for n in self.store.live_nodes(now, self.ttl)
+                  if n.node_id != self.node_id and n.node_id != f"{n.host}-here-{n.pid}"]
+        if others:
+            log.warning("another scheduler is live on this SQLite file (node %s): each "
+                        "every_instance job now runs once per node per instant. SQLite is one "
+                        "host: run one scheduler per file (same node_id), or use PostgreSQL "
+                        "for several nodes", ", ".join(sorted(others)))
+
     def heartbeat(self) -> None:
         """On the liveness thread; a row that is gone (or taken over after this node was
         judged dead) is registered again."""

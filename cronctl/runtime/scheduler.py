@@ -154,6 +154,7 @@ class Scheduler:
         refuse_on_skew(states, now, self.config.clock_skew_limit)
         previous = self.store.get_node(node) if self.store.persistent else None
         self.polls.register(now)
+        self.polls.warn_if_not_alone(now)
         try:
             if self.store.persistent:
                 # Guards this node's previous run held: its executions are recovered below.

@@ -66,3 +66,28 @@ def test_show_completion_prints_a_script(shell: str) -> None:
     out = subprocess.run([cronctl, "--show-completion", shell], env=env,
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "_CRONCTL_COMPLETE" in out.stdout, out.stderr
+
+
+@pytest.mark.parametrize(("shell", "marker"), [
+    ("bash", "complete -o default -F _cronctl_completion cronctl"),
+    ("zsh", "#compdef cronctl"),
+    ("fish", "complete --command cronctl"),
+    ("powershell", "Register-ArgumentCompleter"),
+])
+def test_show_completion_honours_the_shell_named(shell: str, marker: str,
+                                                 tmp_path: Path) -> None:
+    """Issue 24: `--show-completion zsh|fish|powershell` all printed the bash script."""
+    out = subprocess.run([sys.executable, "-m", "cronctl", "--show-completion", shell],
+                         capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert marker in out.stdout, out.stdout[:300]
+    others = {"bash": "complete -o default", "zsh": "#compdef", "fish": "complete --command"}
+    assert not any(m in out.stdout for s, m in others.items() if s != shell)
+
+
+def test_show_completion_refuses_an_unknown_shell(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "cronctl", "--show-completion", "nosuchshell"],
+                         capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr == ("error: --show-completion: unknown shell 'nosuchshell'; one of bash, "
+                          "zsh, fish, powershell, pwsh\n")

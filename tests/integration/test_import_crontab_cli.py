@@ -92,12 +92,27 @@ def test_what_the_importer_wrote_on_purpose_draws_no_day_warning(workdir: Path) 
     assert [(w["key"], "days-or" in w["message"]) for w in warned] == [("cron", True)]
 
 
+def test_mailto_becomes_notify_mail(workdir: Path) -> None:
+    """Issue 24: import-crontab suggested a sendmail command for MAILTO; it now writes
+    notify.mail for the jobs after it (cron mails output; cronctl mails failure events)."""
+    (workdir / "mycron").write_text('MAILTO="ops@example.com, root"\n0 9 * * * /bin/true\n'
+                                    'MAILTO=""\n0 10 * * * /bin/false\n')
+    run = cronctl(workdir, "import-crontab", "mycron")
+    assert run.code == 0, run.err
+    text = (workdir / "jobs.d" / "mycron.toml").read_text()
+    jobs = tomllib.loads(text)["jobs"]
+    assert jobs["true"]["notify"] == {"mail": ["ops@example.com", "root"]}
+    assert "notify" not in jobs["false"]
+    assert "# MAILTO became notify.mail" in text
+    assert cronctl(workdir, "validate", "--json").json()["ok"] is True
+
+
 def test_not_converted_lines_give_exit_1_and_one_line_each(workdir: Path) -> None:
     (workdir / "mycron").write_text(WITH_PROBLEMS)
     run = cronctl(workdir, "import-crontab", "mycron")
     assert run.code == 1
     problems = [line for line in run.err.splitlines() if "not converted" in line]
-    assert [p.split(":")[1] for p in problems] == ["7", "8", "9", "10"]
+    assert [p.split(":")[1] for p in problems] == ["7", "8", "10"]  # MAILTO (9) converts
     assert "both */2 (day of month) and 1 (day of week)" in problems[0]
     text = (workdir / "jobs.d" / "mycron.toml").read_text()  # the rest is still written
     assert len(tomllib.loads(text)["jobs"]) == 3
@@ -128,7 +143,7 @@ def test_json_shape(workdir: Path) -> None:
     assert isinstance(problems, list)
     assert problems[1] == {"line": 8, "text": "@reboot /opt/start",
                            "reason": problems[1]["reason"]}
-    assert set(problems[3]) == {"line", "text", "reason"}
+    assert set(problems[2]) == {"line", "text", "reason"}
     assert run.err == "" or "not converted" not in run.err
     dry = cronctl(workdir, "import-crontab", "mycron", "--json", "--dry-run", "--force")
     assert dry.json()["written"] is None

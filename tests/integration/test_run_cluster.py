@@ -35,6 +35,10 @@ def _two_nodes(project: Project) -> None:
     finally:
         codes = (a.stop(), b.stop())
     assert codes == (0, 0), a.text() + b.text()
+    # issue 24: SQLite is one host; the second node says so (at least one of them checks
+    # after the other registered)
+    warned = "another scheduler is live on this SQLite file" in a.text() + b.text()
+    assert warned == project.database.startswith("sqlite"), a.text() + b.text()
     store = open_sqlite(project)
     try:
         rows = store.list_executions(job_id="solo", limit=None)

@@ -33,3 +33,33 @@ def test_stop_timeout_follows_shutdown_timeout(tmp_path: Path) -> None:
     assert _stop(enough.stdout) == "TimeoutStopSec=200" and enough.stderr == ""
     (tmp_path / "cronctl.toml").write_text("")  # the defaults: 30 s
     assert _stop(cli(tmp_path, "systemd-unit").stdout) == "TimeoutStopSec=45"
+
+
+def test_the_unit_links_the_installed_man_pages_and_cronctl_man_shows_them(
+        tmp_path: Path) -> None:
+    """Issue 24: after `pip install` into a venv `man:cronctl(1)` finds nothing (the venv's
+    share/man is on no MANPATH systemd uses): the unit names the page files, and
+    `cronctl man` shows them wherever they are."""
+    import shutil
+    from urllib.parse import unquote, urlparse
+
+    (tmp_path / "cronctl.toml").write_text("")
+    unit = cli(tmp_path, "systemd-unit").stdout
+    docs = next(line for line in unit.splitlines() if line.startswith("Documentation="))
+    uris = docs.split("=", 1)[1].split()
+    assert uris[:2] == ["man:cronctl(1)", "man:cronctl.toml(5)"]
+    files = [Path(unquote(urlparse(u.replace("%%", "%")).path)) for u in uris[2:]]
+    assert [f.name for f in files] == ["cronctl.1", "cronctl.toml.5"]
+    assert all(f.is_file() for f in files), files
+    where = cli(tmp_path, "man", "--path")
+    assert where.returncode == 0 and Path(where.stdout.strip()) == files[0]
+    page = cli(tmp_path, "man", "cronctl.toml")  # piped: the roff source
+    assert page.returncode == 0 and page.stdout.startswith(".TH CRONCTL.TOML 5")
+    bad = cli(tmp_path, "man", "crontab")
+    assert bad.returncode == 2 and "no cronctl man page" in bad.stderr
+    if shutil.which("systemd-analyze") is not None:
+        (tmp_path / "cronctl.service").write_text(unit)
+        verify = subprocess.run(["systemd-analyze", "verify", "--man=no",
+                                 str(tmp_path / "cronctl.service")],
+                                capture_output=True, text=True, timeout=60, check=False)
+        assert "Documentation" not in verify.stdout + verify.stderr, verify.stderr

@@ -1,4 +1,5 @@
-"""Delivering notification events (SPEC section 7): a webhook ``POST`` or a command.
+"""Delivering notification events (SPEC section 7): a webhook ``POST``, a command, or mail
+(:mod:`cronctl.runtime.notify.mail`).
 
 Never on the scheduler thread: each destination (a webhook with its headers, or a
 command) has its own *lane*, a bounded queue and a thread, so a dead or hanging endpoint
@@ -104,6 +105,31 @@ def run_command(argv: tuple[str, ...], body: bytes, event: Event, timeout: float
         raise Failed(f"{argv[0]} exited with status {proc.returncode}{detail}")
 
 
+def send_mail(addresses: tuple[str, ...], server: str | None, event: Event,
+              timeout: float) -> None:
+    """One message to ``addresses``: through ``server`` (SMTP), else sendmail."""
+    import smtplib
+
+    from cronctl.runtime.notify import mail
+
+    msg = mail.message(addresses, event)
+    try:
+        if server is None:
+            mail.sendmail(addresses, msg, timeout)
+        else:
+            mail.smtp_send(server, msg, timeout)
+    except mail.SendmailFailed as exc:
+        raise Failed(str(exc), retry=exc.retry) from None
+    except smtplib.SMTPResponseException as exc:  # 5xx: the server will not take it
+        error = exc.smtp_error
+        text = error.decode("utf-8", "replace") if isinstance(error, bytes) else str(error)
+        raise Failed(f"SMTP {server}: {exc.smtp_code} {text}",
+                     retry=exc.smtp_code < 500) from None
+    except (smtplib.SMTPException, OSError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise Failed(f"SMTP {server}: {why or type(exc).__name__}") from None
+
+
 class _Lane:
     """One destination's queue and thread."""
 
@@ -200,6 +226,10 @@ class Delivery:
             argv, timeout = spec.command, self._timeout
             self._lane(("command", argv), f"command {argv[0]}",
                        lambda b, e: run_command(argv, b, e, timeout)).put(body, event)
+        if spec.mail:
+            to, server, timeout = spec.mail, spec.smtp, self._timeout
+            self._lane(("mail", to, server), f"mail to {', '.join(to)}",
+                       lambda _b, e: send_mail(to, server, e, timeout)).put(body, event)
 
     def _lane(self, key: tuple[object, ...], name: str,
               deliver: Callable[[bytes, Event], None]) -> _Lane:

@@ -65,6 +65,30 @@ def test_every_command_has_its_own_entry_in_the_man_page() -> None:
     assert sorted(heads) == sorted(_commands()), "each command exactly once"
 
 
+def test_the_readme_tour_uses_the_jobs_init_writes() -> None:
+    """Issue 24: the tour's `cronctl cancel 7` could not work: the starter job was an
+    `echo`. Every job the tour names is one `cronctl init` writes, and the one it cancels
+    runs long enough to be cancelled by hand."""
+    from cronctl.cli.cmd_init import starter
+
+    readme = (ROOT / "README.md").read_text()
+    tour = readme.split("## A five-minute tour", 1)[1].split("\n## ", 1)[0]
+    commands = [line.split("#", 1)[0].split() for line in tour.splitlines()
+                if line.startswith("cronctl ")]
+    jobs = starter(None)[1]["jobs"]
+    named = {c[2] for c in commands if c[1] in ("next", "trigger", "why", "replay", "logs")
+             and len(c) > 2 and not c[2].startswith(("-", "'"))}
+    named |= {c[3] for c in commands if c[1] == "logs" and c[2] == "--job"}
+    assert named and named <= set(jobs), named
+    cancelled = [c for c in commands if c[1] == "cancel"]
+    assert cancelled, "the tour shows cancel"
+    started = [c[2] for c in commands if c[1] == "trigger" and "--wait" not in c]
+    assert started, "the tour starts a job without waiting for it, to cancel it"
+    for job in started:
+        argv = jobs[job]["command"]
+        assert argv[0] == "sleep" and int(argv[1]) >= 60, argv
+
+
 def test_every_scheduler_key_is_in_the_file_format_page() -> None:
     from cronctl import config
 

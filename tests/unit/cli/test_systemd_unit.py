@@ -165,8 +165,11 @@ def test_systemd_analyze_accepts_hostile_paths(tmp_path: Path) -> None:
     executable = base / "cronctl"
     shutil.copy("/bin/true", executable)
     config = base / "conf %i" / "cronctl.toml"
+    page = base / "man %d" / "cronctl.1"  # a file: URI in Documentation= (issue 24)
     unit = render_unit(str(executable), config, None, config.parent, 45,
-                       jobs_dir=base / "jobs %n", database=f"sqlite:///{base}/state $X.db")
+                       jobs_dir=base / "jobs %n", database=f"sqlite:///{base}/state $X.db",
+                       docs=(page,))
+    assert "file:///" in unit and "%%25d" in unit
     path = tmp_path / "cronctl.service"
     path.write_text(unit, encoding="utf-8")
     verify = subprocess.run(["systemd-analyze", "verify", "--man=no", str(path)],

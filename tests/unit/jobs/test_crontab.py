@@ -187,10 +187,13 @@ def test_cron_tz_and_tz_set_the_zone() -> None:
 
 
 def test_mailto() -> None:
-    result = convert_crontab('MAILTO=""\n0 1 * * * a\nMAILTO=ops@example.com\n0 2 * * * b\n')
-    assert [job.id for job in result.jobs] == ["a", "b"]
-    (problem,) = result.not_converted
-    assert problem.line == 3 and "ops@example.com" in problem.reason
+    result = convert_crontab('MAILTO=""\n0 1 * * * a\nMAILTO=ops@example.com\n0 2 * * * b\n'
+                             'MAILTO="not an address"\n0 3 * * * c\n')
+    assert [job.id for job in result.jobs] == ["a", "b", "c"]
+    assert [job.mail for job in result.jobs] == [(), ("ops@example.com",), ()]
+    assert result.jobs[1].table["notify"] == {"mail": "ops@example.com"}
+    (problem,) = result.not_converted  # a MAILTO that is no address is reported
+    assert problem.line == 5 and "not a mail address" in problem.reason
     assert "MAILTO" not in result.jobs[1].env
 
 
