@@ -25,7 +25,7 @@ from typing import Annotated
 
 import typer
 
-from cronctl.cli import argtypes
+from cronctl import argtypes
 from cronctl.cli.options import global_options
 from cronctl.errors import UsageError
 from cronctl.escaping import printable

@@ -21,7 +21,13 @@ import typer
 
 from cronctl.cli.options import global_options
 from cronctl.cli.shared import complete_job_ids, execution_json, open_state
-from cronctl.errors import CronctlError
+from cronctl.views.actions import (
+    NoScheduler,
+    enqueue_trigger,
+    no_scheduler,
+    trigger_document,
+    wait_taken,
+)
 
 if TYPE_CHECKING:
     from cronctl.config import Config
@@ -29,11 +35,6 @@ if TYPE_CHECKING:
     from cronctl.store.base import ExecutionRecord, Store
 
 POLL = 0.2
-TAKE_TIMEOUT = 15.0  # a live scheduler polls every 0.5 s; this much silence means nobody will
-
-
-class NoScheduler(CronctlError):
-    exit_code = 1
 
 
 class _Emit:
@@ -72,16 +73,11 @@ def trigger(
         return
     config, store = open_state(options)
     if store is None:
-        raise NoScheduler(_no_scheduler(config))
+        raise NoScheduler(no_scheduler(config))
     try:
         _queue(config, store, definition, wait, emit)
     finally:
         store.close()
-
-
-def _no_scheduler(config: Config) -> str:
-    return (f"no live scheduler is registered in {config.database_display}; start "
-            "'cronctl run', or run it in this process with 'cronctl trigger --here'")
 
 
 def _here(config: Config, job: JobDefinition, emit: _Emit) -> None:
@@ -117,24 +113,17 @@ def _here(config: Config, job: JobDefinition, emit: _Emit) -> None:
 
 
 def _queue(config: Config, store: Store, job: JobDefinition, wait: bool, emit: _Emit) -> None:
-    from cronctl.jobs.model import Origin
-
     now = datetime.now(UTC)
-    if not store.live_nodes(now, config.heartbeat_interval * 3):
-        raise NoScheduler(_no_scheduler(config))
-    request_id = store.enqueue_trigger(job.id, Origin.MANUAL, now=now)
-    assert request_id is not None
-    execution_id = _wait_taken(store, request_id, job.id)
     if not wait:
         # The execution id is what `cronctl logs` and `cronctl cancel` take: wait the
         # second it takes a scheduler to start it, and print that.
-        started = store.get_execution(execution_id)
+        doc, started = trigger_document(config, store, job.id, now)
         node = f" on node {started.node_id}" if started is not None else ""
-        emit({"job": job.id, "request": request_id, "queued": True,
-              "execution_id": execution_id},
-             f"started: job {job.id}, execution {execution_id}{node} "
-             f"(follow it: cronctl logs -f {execution_id})")
+        emit(doc, f"started: job {job.id}, execution {doc['execution_id']}{node} "
+                  f"(follow it: cronctl logs -f {doc['execution_id']})")
         return
+    request_id = enqueue_trigger(config, store, job.id, now)
+    execution_id = wait_taken(store, request_id, job.id)
     record = _wait_final(store, job, execution_id)
     doc = {"job": job.id, "request": request_id, "execution": execution_json(record)}
     error = f": {record.error}" if record.error else ""
@@ -142,20 +131,6 @@ def _queue(config: Config, store: Store, job: JobDefinition, wait: bool, emit: _
                         f"attempt {record.attempt}, node {record.node_id}){error}")
     if record.status.value != "succeeded":
         raise typer.Exit(1)
-
-
-def _wait_taken(store: Store, request_id: int, job_id: str) -> int:
-    deadline = time.monotonic() + TAKE_TIMEOUT
-    while True:
-        request = store.get_trigger(request_id)
-        if request is not None and request.done:
-            if request.execution_id is None:
-                raise NoScheduler(f"job {job_id} did not run: {request.error or 'unknown'}")
-            return request.execution_id
-        if request is not None and request.taken_by is None and time.monotonic() > deadline:
-            raise NoScheduler(f"no scheduler took the request within {TAKE_TIMEOUT:.0f}s "
-                              f"(is job {job_id!r} defined on the running nodes?)")
-        time.sleep(POLL)
 
 
 def _wait_final(store: Store, job: JobDefinition, execution_id: int) -> ExecutionRecord:

@@ -12,11 +12,14 @@ modules at the top; the config, the jobs and the store load inside the functions
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any
 
 from cronctl.errors import NotFoundError, StoreError
+from cronctl.views.common import execution_json as execution_json  # re-exported for cmd_*
+from cronctl.views.common import iso_z as iso_z
+from cronctl.views.common import require_job_defined as require_job_defined
 
 if TYPE_CHECKING:
     from cronctl.config import Config
@@ -53,19 +56,6 @@ def check_all(options: GlobalOptions, now: datetime | None = None) -> Checked:
         violations=(*read.violations, *result.violations),
         warnings=result.warnings,
     )
-
-
-def require_job_defined(config: Config, job_id: str) -> None:
-    """:class:`NotFoundError` (exit 3) unless some source defines ``job_id``."""
-    from cronctl.errors import ConfigError
-    from cronctl.jobs.loader import find_job
-
-    try:
-        find_job(config.job_settings, job_id)
-    except ConfigError:
-        return  # defined, just invalid: it exists
-    except NotFoundError:
-        raise
 
 
 # --- the state database ----------------------------------------------------------------
@@ -176,47 +166,7 @@ def get_execution(store: Reader | None, execution_id: int) -> ExecutionRecord:
     return record
 
 
-# --- reading arguments -----------------------------------------------------------------
-
-
-
 # --- rendering -------------------------------------------------------------------------
-
-
-@overload
-def iso_z(t: datetime) -> str: ...
-
-
-@overload
-def iso_z(t: None) -> None: ...
-
-
-@overload
-def iso_z(t: datetime | None) -> str | None: ...
-
-
-def iso_z(t: datetime | None) -> str | None:
-    """Aware datetime as ISO 8601 UTC with ``Z`` (``None`` stays ``None``)."""
-    if t is None:
-        return None
-    return t.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-def execution_json(record: ExecutionRecord) -> dict[str, Any]:
-    """The stable ``history --json`` shape of one execution."""
-    return {
-        "id": record.id,
-        "job": record.job_id,
-        "occurrence_id": record.occurrence_id,
-        "scheduled_at": iso_z(record.scheduled_at),
-        "started_at": iso_z(record.started_at),
-        "finished_at": iso_z(record.finished_at),
-        "status": record.status.value,
-        "attempt": record.attempt,
-        "node": record.node_id,
-        "origin": record.origin.value,
-        "error": record.error,
-    }
 
 
 def escape_for_terminal(text: str) -> str:

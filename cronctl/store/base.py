@@ -84,10 +84,13 @@ class Reads(Protocol):
         since: datetime | None = None,
         until: datetime | None = None,
         limit: int | None = 50,
+        before: tuple[datetime, int] | None = None,
     ) -> list[ExecutionRecord]:
         """History, newest first: ordered by ``scheduled_at`` descending, then id
         descending (a later attempt of an occurrence before an earlier one). ``since`` and
-        ``until`` bound ``scheduled_at`` (inclusive). ``limit=None`` means all."""
+        ``until`` bound ``scheduled_at`` (inclusive). ``limit=None`` means all. ``before``
+        = (scheduled_at, id) of the last row of the previous page: only rows after it in
+        this order (a keyset page; an offset would rescan the rows before it)."""
         ...
 
     def latest_executions(self, job_ids: Collection[str]) -> dict[str, ExecutionRecord]:

@@ -102,10 +102,11 @@ class Executions(SqlConnection):
         since: datetime | None = None,
         until: datetime | None = None,
         limit: int | None = 50,
+        before: tuple[datetime, int] | None = None,
     ) -> list[ExecutionRecord]:
         with self._raw_read() as cur:
             return self._raw.list_executions(cur, job_id=job_id, status=status, since=since,
-                                             until=until, limit=limit)
+                                             until=until, limit=limit, before=before)
 
     def latest_executions(self, job_ids: Collection[str]) -> dict[str, ExecutionRecord]:
         with self._raw_read() as cur:

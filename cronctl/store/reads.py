@@ -188,6 +188,7 @@ class ReadQueries:
         status: ExecutionStatus | Collection[ExecutionStatus] | None = None,
         since: datetime | None = None, until: datetime | None = None,
         limit: int | None = 50,
+        before: tuple[datetime, int] | None = None,
     ) -> list[ExecutionRecord]:
         wanted = (None if status is None
                   else list(dict.fromkeys(s.value for s in statuses(status))))
@@ -197,7 +198,7 @@ class ReadQueries:
             # in (scheduled_at, id) order when few rows match (1M rows: 0.2 s).
             found = [r for one in wanted for r in self.list_executions(
                 cur, job_id=job_id, status=ExecutionStatus(one), since=since, until=until,
-                limit=limit)]
+                limit=limit, before=before)]
             found.sort(key=lambda r: (r.scheduled_at, r.id), reverse=True)
             return found[:limit]
         where: list[str] = []
@@ -216,6 +217,10 @@ class ReadQueries:
         if until is not None:
             where.append("scheduled_at <= ?")
             params.append(self.ts(require_aware(until, "until")))
+        if before is not None:
+            at = self.ts(require_aware(before[0], "before"))
+            where.append("(scheduled_at < ? OR (scheduled_at = ? AND id < ?))")
+            params.extend([at, at, before[1]])
         return self._executions(cur, _newest_first(_EXECUTIONS, where, params, "scheduled_at",
                                                    limit), params)
 
