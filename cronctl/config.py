@@ -18,6 +18,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cronctl.apiconfig import API_KEYS, ApiSettings, read_api
 from cronctl.durations import DurationError, parse_duration
 from cronctl.errors import ConfigError, UsageError
 from cronctl.jobs.notify import NotifySpec, read_notify
@@ -74,6 +75,8 @@ class Config:
     metrics_listen: tuple[str, int] | None = None
     # [notify]: the notifications of every job (a job's notify table overrides it by key).
     notify: NotifySpec = NotifySpec()
+    # [api]: what `cronctl serve` listens on, its tokens, its read deadline.
+    api: ApiSettings = ApiSettings()
 
     @property
     def in_memory(self) -> bool:
@@ -122,7 +125,7 @@ SCHEDULER_KEYS = (
     "auto_migrate",
     "python_path",
 )
-SECTIONS = ("scheduler", "metrics", "notify", "retention")
+SECTIONS = ("scheduler", "metrics", "notify", "retention", "api")
 RETENTION_KEYS = ("executions", "keep_last", "skipped", "interval", "max_log_lines")
 MAX_KEEP_LAST = 1_000_000
 MAX_LOG_LINES = 10_000_000
@@ -301,6 +304,8 @@ def _read_sections(path: Path, sections: dict[str, Any], violations: list[Violat
             violations.append(Violation(where, None, f"notify.{sub}" if sub else "notify",
                                         one_line(message)))
         changes["notify"] = notify
+    if "api" in sections:
+        changes["api"] = _api(path, sections["api"], violations)
     metrics = sections.get("metrics")
     if metrics is None:
         return changes
@@ -319,6 +324,20 @@ def _read_sections(path: Path, sections: dict[str, Any], violations: list[Violat
         except ValueError as exc:
             violations.append(Violation(where, None, f"metrics.{key}", one_line(str(exc))))
     return changes
+
+
+def _api(path: Path, table: Any, violations: list[Violation]) -> ApiSettings:
+    shown = display_path(path)
+    if not isinstance(table, dict):
+        violations.append(Violation(shown, None, "api", "must be a table ([api])"))
+        return ApiSettings()
+    lines = _key_lines(path, "api")
+    changes, problems = read_api(table, path.parent, parse_listen, user_path)
+    for key, message in problems:
+        hint = did_you_mean(key, API_KEYS) if message == "unknown key" else ""
+        violations.append(Violation(f"{shown}:{lines[key]}" if key in lines else shown, None,
+                                    f"api.{key}", one_line(message + hint)))
+    return replace(ApiSettings(), **changes)
 
 
 def _retention(path: Path, table: Any, violations: list[Violation]) -> RetentionSettings:

@@ -57,6 +57,34 @@ RestartSec=5
 WantedBy=multi-user.target
 """
 
+# `cronctl serve`: stateless (everything is in the database), so plain Type=exec, a quick
+# stop, and sandboxing; any number of replicas may run (e.g. as cronctl-serve@.service).
+SERVE_TEMPLATE = """\
+[Unit]
+Description=cronctl HTTP API and dashboard
+Documentation=man:cronctl(1) man:cronctl.toml(5)
+Wants=network-online.target
+After=network-online.target{after}
+
+[Service]
+Type=exec
+ExecStart={exec_start}
+{user}WorkingDirectory={workdir}
+StateDirectory=cronctl
+Environment=PYTHONUNBUFFERED=1
+KillSignal=SIGTERM
+TimeoutStopSec={stop_timeout}
+Restart=on-failure
+RestartSec=5
+NoNewPrivileges=yes
+PrivateTmp=yes
+ProtectSystem=full
+ProtectHome=read-only
+
+[Install]
+WantedBy=multi-user.target
+"""
+
 MAX_STOP_TIMEOUT = 36525 * 86400  # 100 years, as every duration (systemd takes more)
 # A word that systemd reads as written, unquoted (after %-doubling).
 _PLAIN_WORD = re.compile(r"[A-Za-z0-9_./:@+=,%-]+")
@@ -138,6 +166,7 @@ def render_unit(
     *,
     jobs_dir: Path | None = None,
     database: str | None = None,
+    serve: bool = False,
 ) -> str:
     """The unit file, or :class:`UsageError` for a value it cannot hold (module doc)."""
     argv = [executable] if isinstance(executable, str) else list(executable)
@@ -147,10 +176,10 @@ def render_unit(
         if value is not None:
             argv += [option, str(value)]
             names += [option, option]
-    argv.append("run")
-    names.append("run")
+    argv.append("serve" if serve else "run")
+    names.append(argv[-1])
     exec_start = _exec_start(argv, names)
-    return UNIT_TEMPLATE.format(
+    return (SERVE_TEMPLATE if serve else UNIT_TEMPLATE).format(
         after=f" {after}" if after else "",
         exec_start=exec_start,
         user=_user_line(user),
@@ -204,8 +233,14 @@ def register(app: typer.Typer) -> None:
                      "shutdown_timeout.",
             ),
         ] = 45,
+        serve: Annotated[
+            bool,
+            typer.Option("--serve", help="The unit of 'cronctl serve' (the HTTP API and "
+                         "dashboard) instead of the scheduler's."),
+        ] = False,
     ) -> None:
-        """Print a systemd unit file (Type=notify) for this installation."""
+        """Print a systemd unit file (Type=notify) for this installation; with --serve, the
+        unit of 'cronctl serve'."""
         options = global_options(ctx)
         config = options.config.absolute() if options.config is not None else None
         if config is not None:
@@ -224,6 +259,7 @@ def register(app: typer.Typer) -> None:
                 after="postgresql.service" if postgres else "",
                 jobs_dir=jobs_dir,
                 database=database,
+                serve=serve,
             ),
             nl=False,
         )

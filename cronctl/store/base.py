@@ -34,6 +34,7 @@ from typing import Protocol, runtime_checkable
 from cronctl.jobs.model import ExecutionStatus, Origin
 from cronctl.store.firepath import FirePath
 from cronctl.store.records import (
+    AuditRecord,
     DeliveryFailures,
     ExecutionRecord,
     Fenced,
@@ -275,8 +276,25 @@ class Liveness(Protocol):
         ...
 
 
+class Audit(Protocol):
+    """The audit log of the HTTP API (``cronctl serve``): one row per ``POST``, who (a
+    token's name, never the token), what, when and the result; ``cronctl audit`` reads
+    it. Rows are only ever added."""
+
+    def record_audit(self, *, at: datetime, actor: str, role: str | None, action: str,
+                     target: str | None, detail: str | None, status: int, result: str,
+                     client: str | None) -> int:
+        """Add one row; its id. Over-long values are cut, never refused."""
+        ...
+
+    def list_audit(self, *, since: datetime | None = None, limit: int | None = 50
+                   ) -> list[AuditRecord]:
+        """Rows with ``at >= since``, newest first, at most ``limit``."""
+        ...
+
+
 @runtime_checkable
-class Store(FirePath, Reads, Triggers, Liveness, Upkeep, Protocol):
+class Store(FirePath, Reads, Triggers, Liveness, Upkeep, Audit, Protocol):
     """The durable state of cronctl: every role. See the module docstring for the
     conventions every method keeps."""
 
@@ -302,6 +320,8 @@ class Store(FirePath, Reads, Triggers, Liveness, Upkeep, Protocol):
 
 
 __all__ = [
+    "Audit",
+    "AuditRecord",
     "DeliveryFailures",
     "ExecutionRecord",
     "Fenced",
