@@ -45,12 +45,20 @@ def _relative(t: datetime | str | None, now: datetime) -> str:
     return f"in {text}" if future else f"{text} ago"
 
 
+def _local(text: str) -> str:
+    """``2026-03-08T03:00:00-04:00`` as ``2026-03-08 03:00:00 −04:00``."""
+    stamp = datetime.fromisoformat(text)
+    offset = stamp.strftime("%z")
+    return f"{stamp:%Y-%m-%d %H:%M:%S} {offset[:3]}:{offset[3:]}" if offset else f"{stamp:%c}"
+
+
 @lru_cache(maxsize=1)
 def environment() -> Environment:
     env = Environment(loader=FileSystemLoader(TEMPLATES),
                       autoescape=select_autoescape(["html"]), trim_blocks=True,
                       lstrip_blocks=True)
     env.filters["utc"] = _utc
+    env.filters["local"] = _local
     env.globals["relative"] = _relative
     return env
 
