@@ -73,7 +73,7 @@ def test_every_read_endpoint_answers_the_cli_json(project: Project, server: Serv
          ("next", "report", "-n", "7", "--from", "2026-03-01T00:00:00Z")),
         ("/api/v1/jobs/report/next?n=3&from=2026-11-01T05:00:00",
          ("next", "report", "-n", "3", "--from", "2026-11-01T05:00:00")),
-        ("/api/v1/executions/%d/logs" % eid, ("logs", str(eid))),
+        (f"/api/v1/executions/{eid}/logs", ("logs", str(eid))),
         ("/api/v1/why/backup?at=" + urllib.parse.quote(at), ("why", "backup", at)),
         ("/api/v1/why/report?at=2026-03-08T02:30:00", ("why", "report", "2026-03-08T02:30:00")),
         ("/api/v1/status", ("status",)),
