@@ -107,12 +107,12 @@ def seed(project: Project, now: datetime | None = None) -> dict[str, int]:
                                  finished_at=at + timedelta(seconds=4))
             return eid
 
-        base = now.replace(minute=0, second=0) - timedelta(hours=6)
-        for k in range(0, 36):
+        base = now.replace(minute=0, second=0) - timedelta(hours=17)
+        for k in range(0, 17 * 6 + 6):
             at = base + timedelta(minutes=10 * k)
             if at > now - timedelta(minutes=20):
                 break
-            status = ExecutionStatus.FAILED if k % 11 == 5 else ExecutionStatus.SUCCEEDED
+            status = ExecutionStatus.FAILED if k % 23 == 5 else ExecutionStatus.SUCCEEDED
             eid = execution("backup", at, status,
                             error="exit status 2: pg_dump: connection refused"
                             if status is ExecutionStatus.FAILED else None)
@@ -120,9 +120,23 @@ def seed(project: Project, now: datetime | None = None) -> dict[str, int]:
                                (eid, at + timedelta(seconds=3), "INFO", "done")])
             ids.setdefault("backup", eid)
             ids["backup_last"] = eid
-        flaky_at = base + timedelta(hours=1)
-        ids["flaky"] = execution("flaky", flaky_at, ExecutionStatus.DEAD_LETTER,
-                                 error="exit status 1")
+        recent = now.replace(minute=0, second=0) - timedelta(hours=3)
+        for k in range(0, 12):
+            at = recent + timedelta(minutes=15 * k)
+            if at > now - timedelta(minutes=20):
+                break
+            ids["flaky"] = execution("flaky", at, ExecutionStatus.DEAD_LETTER if k % 4 == 1
+                                     else ExecutionStatus.SUCCEEDED,
+                                     error="exit status 1" if k % 4 == 1 else None)
+        for k in range(0, 48):
+            at = recent + timedelta(minutes=5 * k)
+            if at > now - timedelta(minutes=10):
+                break
+            if k % 9 != 4:
+                execution("sync", at, ExecutionStatus.SUCCEEDED)
+            else:
+                store.record_skips([SkipRun("sync", "overlap", at, at, 1, "node-a", "node-a")],
+                                   now=now)
         store.record_skips([SkipRun("backup", "overlap", base - timedelta(minutes=30),
                                     base - timedelta(minutes=30), 1, "node-a", "node-a"),
                             SkipRun("backup", "misfire", base - timedelta(minutes=90),

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -253,8 +252,3 @@ def test_keyboard_focus_is_visible_and_the_skip_link_comes_first(browser: Any,
     outline = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
     assert outline == "solid"
     context.close()
-
-
-def test_docs_screenshot_is_current(browser: Any, server: Server) -> None:
-    """Keeps a copy of the jobs page for docs/ (copied by hand when the page changes)."""
-    shutil.copy(_shots() / "jobs-1280-light.png", _shots() / "dashboard.png")
