@@ -21,7 +21,7 @@ from cronctl.serve import api
 from cronctl.serve.auth import LOOPBACK_NAME, TOKEN_COOKIE, Unauthorized
 from cronctl.serve.guard import context, principal
 from cronctl.serve.render import page
-from cronctl.serve.strip import strip
+from cronctl.serve.strip import strips
 from cronctl.views import actions
 from cronctl.views.history import decode_cursor, encode_cursor, read_history
 
@@ -50,11 +50,9 @@ def jobs_page(request: Request) -> Response:
         loaded = ctx.loaded(now)
         statuses = statuses_from(ctx.store, [job.id for job in loaded.jobs])
         rows = list_rows(loaded.config, loaded.jobs, now, statuses)
-        by_id = loaded.by_id()
-        strips = {row.id: strip(by_id[row.id], ctx.store, now) for row in rows
-                  if by_id[row.id].enabled}
-        return {"rows": rows, "strips": strips, "violations": loaded.violations,
-                "jobs": by_id}
+        enabled = [job for job in loaded.jobs if job.enabled]
+        return {"rows": rows, "strips": strips(enabled, ctx.store, now),
+                "violations": loaded.violations}
 
     return page(request, "jobs.html", **ctx.bounded(work))
 
@@ -93,8 +91,9 @@ def job_page(job_id: str, request: Request, at: str | None = None,
         older = encode_cursor(history[-1]) if len(history) == HISTORY_PAGE else None
         return {"job": job, "row": row, "next": nexts, "why": why, "why_error": why_error,
                 "at": at or "", "history": [e.doc for e in history], "older": older,
-                "skips": [e.doc for e in skips], "strip": strip(job, ctx.store, now)
-                if job.enabled else None, "paged": before is not None}
+                "skips": [e.doc for e in skips],
+                "strip": strips([job], ctx.store, now)[job.id] if job.enabled else None,
+                "paged": before is not None}
 
     return page(request, "job.html", **ctx.bounded(work))
 

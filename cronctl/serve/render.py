@@ -13,6 +13,7 @@ from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from cronctl.serve.auth import CSRF_COOKIE, Principal, csrf_key, csrf_valid, new_csrf
+from cronctl.serve.strip import strip_html
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -60,6 +61,7 @@ def environment() -> Environment:
     env.filters["utc"] = _utc
     env.filters["local"] = _local
     env.globals["relative"] = _relative
+    env.globals["strip_html"] = strip_html
     return env
 
 

@@ -94,6 +94,14 @@ class Reads(Protocol):
         this order (a keyset page; an offset would rescan the rows before it)."""
         ...
 
+    def slot_counts(self, job_ids: Collection[str], start: datetime, width: timedelta,
+                    slots: int) -> dict[tuple[str, int], dict[str, int]]:
+        """How many executions (every attempt) of each job were planned in each of
+        ``slots`` windows of ``width`` from ``start``, per status: keyed by (job id, slot
+        index), only the non-empty ones. Reads the index, not the rows (the dashboard's
+        strip of 100 per-minute jobs)."""
+        ...
+
     def latest_executions(self, job_ids: Collection[str]) -> dict[str, ExecutionRecord]:
         """The newest execution (same order as :meth:`list_executions`) of each job that
         has one."""

@@ -86,6 +86,10 @@ class DbReader:
             cur, job_id=job_id, status=status, since=since, until=until, limit=limit,
             before=before))
 
+    def slot_counts(self, job_ids: Collection[str], start: datetime, width: timedelta,
+                    slots: int) -> dict[tuple[str, int], dict[str, int]]:
+        return self._run(lambda cur: self._q.slot_counts(cur, job_ids, start, width, slots))
+
     def latest_executions(self, job_ids: Collection[str]) -> dict[str, ExecutionRecord]:
         return self._run(lambda cur: self._q.latest_executions(cur, job_ids))
 

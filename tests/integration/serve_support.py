@@ -112,6 +112,8 @@ def seed(project: Project, now: datetime | None = None) -> dict[str, int]:
             at = base + timedelta(minutes=10 * k)
             if at > now - timedelta(minutes=20):
                 break
+            if k in (60, 61, 62, 63, 70):  # skip records below, not executions
+                continue
             status = ExecutionStatus.FAILED if k % 23 == 5 else ExecutionStatus.SUCCEEDED
             eid = execution("backup", at, status,
                             error="exit status 2: pg_dump: connection refused"
@@ -137,10 +139,11 @@ def seed(project: Project, now: datetime | None = None) -> dict[str, int]:
             else:
                 store.record_skips([SkipRun("sync", "overlap", at, at, 1, "node-a", "node-a")],
                                    now=now)
-        store.record_skips([SkipRun("backup", "overlap", base - timedelta(minutes=30),
-                                    base - timedelta(minutes=30), 1, "node-a", "node-a"),
-                            SkipRun("backup", "misfire", base - timedelta(minutes=90),
-                                    base - timedelta(minutes=60), 4, "node-a", "node-a")],
+        overlap = base + timedelta(minutes=700)
+        store.record_skips([SkipRun("backup", "overlap", overlap, overlap, 1, "node-a",
+                                    "node-a"),
+                            SkipRun("backup", "misfire", base + timedelta(minutes=600),
+                                    base + timedelta(minutes=630), 4, "node-a", "node-a")],
                            now=now)
     finally:
         store.close()
