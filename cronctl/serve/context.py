@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 JOBS_TTL = 5.0  # seconds a loaded set of jobs is reused
+PAGE_TTL = 2.0  # seconds the jobs page's data is shared by the requests that ask for it
 READ_THREADS = 8
 
 
@@ -61,6 +62,8 @@ class ServeContext:
         self._pool = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="cronctl-read")
         self._lock = threading.Lock()
         self._loaded: tuple[float, Loaded] | None = None
+        self._memo: dict[str, tuple[float, object]] = {}
+        self._gates: dict[str, threading.Lock] = {}
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -102,6 +105,28 @@ class ServeContext:
         from cronctl.jobs.loader import find_job
 
         return find_job(loaded.config.job_settings, job_id, now=now)
+
+    def shared(self, key: str, work: Callable[[], T], ttl: float = PAGE_TTL) -> T:
+        """``work()``'s result, computed once for all the requests that ask for ``key``
+        within ``ttl`` seconds (the others wait for it rather than compute it again).
+        The jobs page reads every job's strip: fifty browsers refreshing it at once
+        must cost one read, not fifty. Per process; nothing here outlives ``ttl``."""
+        with self._lock:
+            gate = self._gates.setdefault(key, threading.Lock())
+        with gate:
+            with self._lock:
+                found = self._memo.get(key)
+            if found is not None and time.monotonic() - found[0] < ttl:
+                return found[1]  # type: ignore[return-value]
+            value = work()
+            with self._lock:
+                self._memo[key] = (time.monotonic(), value)
+            return value
+
+    def forget(self) -> None:
+        """Drop what :meth:`shared` keeps (after a ``POST`` changed something)."""
+        with self._lock:
+            self._memo.clear()
 
     # --- bounded reads -------------------------------------------------------------------
 

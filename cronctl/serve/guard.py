@@ -67,7 +67,9 @@ def audited(request: Request, action: str, target: str | None, detail: dict[str,
                               sent):
                 raise Forbidden("the form's CSRF token is missing or stale; reload the page "
                                 "and try again")
-        return work(who)
+        result_value = work(who)
+        ctx.forget()
+        return result_value
     except CronctlError as exc:
         status, result = status_of(exc), str(exc)
         raise

@@ -54,7 +54,7 @@ def jobs_page(request: Request) -> Response:
         return {"rows": rows, "strips": strips(enabled, ctx.store, now),
                 "violations": loaded.violations}
 
-    return page(request, "jobs.html", **ctx.bounded(work))
+    return page(request, "jobs.html", **ctx.bounded(lambda: ctx.shared("jobs page", work)))
 
 
 @router.get("/jobs/{job_id}", response_class=HTMLResponse)
