@@ -252,3 +252,39 @@ def test_keyboard_focus_is_visible_and_the_skip_link_comes_first(browser: Any,
     outline = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
     assert outline == "solid"
     context.close()
+
+
+def test_api_trigger_and_cancel_answer_the_cli_documents(server: Server,
+                                                         project: Project) -> None:
+    def trigger_cancel(via_api: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+        if via_api:
+            status, _, started = server.request("POST", "/api/v1/jobs/sync/trigger",
+                                                token=OPERATE_TOKEN)
+            assert status == 200, started
+            status, _, cancelled = server.request(
+                "POST", f"/api/v1/executions/{started['execution_id']}/cancel",
+                token=OPERATE_TOKEN)
+            assert status == 200, cancelled
+            return started, cancelled
+        done = project.cli("trigger", "sync", "--json")
+        assert done.returncode == 0, done.stderr
+        started = json.loads(done.stdout)
+        done = project.cli("cancel", str(started["execution_id"]), "--json")
+        assert done.returncode == 0, done.stderr
+        return started, json.loads(done.stdout)
+
+    def shape(doc: dict[str, Any]) -> list[dict[str, Any]]:
+        varying = ("id", "occurrence_id", "scheduled_at", "started_at", "finished_at", "status")
+        return [{k: v for k, v in e.items() if k not in varying} for e in doc["executions"]]
+
+    api_doc, api_cancel = trigger_cancel(via_api=True)
+    time.sleep(3)  # the cancelled run ends (SIGTERM) before the next manual run
+    cli_doc, cli_cancel = trigger_cancel(via_api=False)
+    assert set(api_doc) == set(cli_doc) == {"job", "request", "queued", "execution_id"}
+    assert (api_doc["job"], api_doc["queued"]) == (cli_doc["job"], cli_doc["queued"])
+    assert shape(api_cancel) == shape(cli_cancel)
+    assert [e["id"] for e in api_cancel["executions"]] == [api_doc["execution_id"]]
+    assert api_cancel["executions"][0]["cancel_requested"] is True
+    status, _, problem = server.request("POST", "/api/v1/jobs/nope/trigger", token=OPERATE_TOKEN)
+    assert status == 404 and problem["detail"] == project.cli(
+        "trigger", "nope").stderr.strip().removeprefix("error: ")
