@@ -32,8 +32,10 @@ def _relative(t: datetime | str | None, now: datetime) -> str:
         return ""
     if isinstance(t, str):
         t = datetime.fromisoformat(t.replace("Z", "+00:00"))
-    seconds = int((t - now).total_seconds())
-    future = seconds >= 0
+    seconds = round((t - now).total_seconds())
+    if abs(seconds) < 2:
+        return "just now"  # a heartbeat a few milliseconds "ahead" is not "in 0s"
+    future = seconds > 0
     left = abs(seconds)
     parts: list[str] = []
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
@@ -47,7 +49,7 @@ def _relative(t: datetime | str | None, now: datetime) -> str:
 
 
 def _local(text: str) -> str:
-    """``2026-03-08T03:00:00-04:00`` as ``2026-03-08 03:00:00 −04:00``."""
+    """``2026-03-08T03:00:00-04:00`` as ``2026-03-08 03:00:00 -04:00``."""
     stamp = datetime.fromisoformat(text)
     offset = stamp.strftime("%z")
     return f"{stamp:%Y-%m-%d %H:%M:%S} {offset[:3]}:{offset[3:]}" if offset else f"{stamp:%c}"
