@@ -36,9 +36,11 @@ def read_tokens(path: Path) -> tuple[Token, ...]:
     bad line (never its text: it may hold a token pasted by mistake)."""
     try:
         text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"[api] tokens_file {path}: cannot read it ({exc.__class__.__name__})"
-                          ) from None
+    except OSError as exc:
+        raise ConfigError(f"[api] tokens_file {path}: cannot read it "
+                          f"({exc.strerror or exc.__class__.__name__})") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"[api] tokens_file {path}: not UTF-8 text") from None
     tokens: list[Token] = []
     names: set[str] = set()
     for number, line in enumerate(text.splitlines(), start=1):

@@ -273,3 +273,19 @@ def test_a_slow_read_is_answered_503(tmp_path: Path) -> None:
         assert "query_timeout" in doc["detail"]
     finally:
         server.stop()
+
+
+def test_start_up_errors_are_one_line(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    (tmp_path / "tokens").write_text("ops operate\n")
+    done = project.cli("serve")
+    assert done.returncode == 1
+    assert done.stderr.strip() == (f"error: [api] tokens_file {tmp_path / 'tokens'}:1: write "
+                                   "'name role sha256hex' (3 words, not 2)")
+    (tmp_path / "tokens").unlink()
+    done = project.cli("serve")
+    assert (done.returncode, done.stderr.count("\n")) == (1, 1)
+    assert "No such file or directory" in done.stderr
+    done = project.cli("serve", "--listen", "host:99999")
+    assert (done.returncode, done.stderr.count("\n")) == (2, 1)
+    assert "--listen" in done.stderr and "Traceback" not in done.stderr

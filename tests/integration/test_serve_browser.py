@@ -128,6 +128,9 @@ def test_every_page_fits_and_renders(browser: Any, server: Server, project: Proj
                                   color_scheme=scheme)
     page = context.new_page()
     errors = _errors(page)
+    page.goto(server.base + "/status")
+    assert "/login?next=%2Fstatus" in page.url
+    page.screenshot(path=str(_shots() / f"login-{width}-{scheme}.png"), full_page=True)
     _login(page, server, OPERATE_TOKEN)
     pages = {**PAGES, "execution": f"/executions/{project.seeded['backup_last']}"}
     for name, path in pages.items():
