@@ -6,7 +6,7 @@ import importlib
 import sys
 
 MODULES = ["bench_cron", "bench_validate", "bench_store", "bench_scheduler", "bench_retention",
-           "bench_fire_path", "bench_output", "bench_scale"]
+           "bench_fire_path", "bench_output", "bench_scale", "bench_serve"]
 
 
 def main() -> None:

@@ -9,7 +9,6 @@ in the file are relative to the file. The database is chosen by ``--database``, 
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import re
 import socket
@@ -18,6 +17,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cronctl.apiconfig import API_KEYS, ApiSettings, read_api
 from cronctl.durations import DurationError, parse_duration
 from cronctl.errors import ConfigError, UsageError
 from cronctl.jobs.calendar_tables import RawCalendar
@@ -28,6 +28,9 @@ from cronctl.jobs.settings import JobSettings
 from cronctl.jobs.toml_source import read_config_calendars
 from cronctl.jobs.tomlfile import read_toml
 from cronctl.jobs.violation import Violation, did_you_mean, display_path, one_line
+from cronctl.listen import LOOPBACK as LOOPBACK  # re-exported: callers import them here
+from cronctl.listen import format_listen as format_listen
+from cronctl.listen import parse_listen as parse_listen
 from cronctl.store.urls import kind_of, redact
 
 if TYPE_CHECKING:
@@ -81,6 +84,8 @@ class Config:
     notify: NotifySpec = NotifySpec()
     # [calendars.NAME] tables (SPEC section 8), built and checked with the jobs.
     calendars: tuple[RawCalendar, ...] = ()
+    # [api]: what `cronctl serve` listens on, its tokens, its read deadline.
+    api: ApiSettings = ApiSettings()
 
     @property
     def in_memory(self) -> bool:
@@ -132,12 +137,11 @@ SCHEDULER_KEYS = (
     "python_path",
     "output_limit",
 )
-SECTIONS = ("scheduler", "metrics", "notify", "retention", "calendars")
+SECTIONS = ("scheduler", "metrics", "notify", "retention", "calendars", "api")
 RETENTION_KEYS = ("executions", "keep_last", "skipped", "interval", "max_log_lines")
 MAX_KEEP_LAST = 1_000_000
 MAX_LOG_LINES = 10_000_000
 METRICS_KEYS = ("listen",)
-LOOPBACK = "127.0.0.1"
 
 
 def find_config_file(explicit: Path | None) -> Path | None:
@@ -315,6 +319,8 @@ def _read_sections(path: Path, sections: dict[str, Any], violations: list[Violat
             violations.append(Violation(where, None, f"notify.{sub}" if sub else "notify",
                                         one_line(message)))
         changes["notify"] = notify
+    if "api" in sections:
+        changes["api"] = _api(path, sections["api"], violations)
     metrics = sections.get("metrics")
     if metrics is None:
         return changes
@@ -333,6 +339,20 @@ def _read_sections(path: Path, sections: dict[str, Any], violations: list[Violat
         except ValueError as exc:
             violations.append(Violation(where, None, f"metrics.{key}", one_line(str(exc))))
     return changes
+
+
+def _api(path: Path, table: Any, violations: list[Violation]) -> ApiSettings:
+    shown = display_path(path)
+    if not isinstance(table, dict):
+        violations.append(Violation(shown, None, "api", "must be a table ([api])"))
+        return ApiSettings()
+    lines = _key_lines(path, "api")
+    changes, problems = read_api(table, path.parent, parse_listen, user_path)
+    for key, message in problems:
+        hint = did_you_mean(key, API_KEYS) if message == "unknown key" else ""
+        violations.append(Violation(f"{shown}:{lines[key]}" if key in lines else shown, None,
+                                    f"api.{key}", one_line(message + hint)))
+    return replace(ApiSettings(), **changes)
 
 
 def _retention(path: Path, table: Any, violations: list[Violation]) -> RetentionSettings:
@@ -366,47 +386,6 @@ def _count(value: Any, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ValueError(f"must be a whole number from {low:,} to {high:,}, not {value!r}")
     return value
-
-
-def parse_listen(value: Any) -> tuple[str, int]:
-    """``"host:port"``, ``"[v6]:port"``, ``":port"``, ``"port"`` or a port number; without
-    a host, loopback only (metrics are not for the whole network unless asked)."""
-    example = 'write "host:port", e.g. "127.0.0.1:9464"'
-    if isinstance(value, int) and not isinstance(value, bool):
-        return LOOPBACK, _port(str(value))
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{example}, not {value!r}")
-    text = value.strip()
-    if text.isascii() and text.isdigit():
-        return LOOPBACK, _port(text)
-    if text.startswith("["):
-        host, sep, port = text[1:].partition("]:")
-        if not sep and text.endswith("]"):
-            raise ValueError(f"{text!r} has no port; {example}")
-        try:
-            ipaddress.IPv6Address(host)
-        except ValueError:
-            raise ValueError(f"{text!r}: {host!r} is not an IPv6 address; {example}") from None
-        return host, _port(port)
-    host, sep, port = text.rpartition(":")
-    if not sep:
-        raise ValueError(f"{text!r} has no port; {example}")
-    if ":" in host:
-        raise ValueError(f"{text!r}: write an IPv6 address in brackets, e.g. \"[::1]:9464\"")
-    if host and not re.fullmatch(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,252}[A-Za-z0-9])?", host):
-        raise ValueError(f"{text!r}: {host!r} is not a host name or address; {example}")
-    return host or LOOPBACK, _port(port)
-
-
-def _port(text: str) -> int:
-    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= 65535:
-        raise ValueError(f"port {text!r} must be a number from 1 to 65535")
-    return int(text)
-
-
-def format_listen(listen: tuple[str, int]) -> str:
-    host, port = listen
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _key_lines(path: Path, table: str = "scheduler") -> dict[str, int]:

@@ -37,6 +37,8 @@ COMMANDS: dict[str, str] = {
     "resume": "cmd_pause",
     "status": "cmd_status",
     "spread": "cmd_spread",
+    "serve": "cmd_serve",
+    "audit": "cmd_audit",
     "prune": "cmd_prune",
     "init": "cmd_init",
     "import-crontab": "cmd_import_crontab",

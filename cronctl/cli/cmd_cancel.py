@@ -14,16 +14,16 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cronctl.cli import argtypes
+from cronctl import argtypes
 from cronctl.cli.options import global_options
 from cronctl.cli.shared import (
     complete_job_ids,
-    execution_json,
     get_execution,
     open_state,
     require_job_defined,
 )
-from cronctl.errors import CronctlError, NotFoundError, UsageError
+from cronctl.errors import NotFoundError, UsageError
+from cronctl.views.actions import AlreadyFinal, cancel_document, require_cancellable
 
 if TYPE_CHECKING:
     from cronctl.config import Config
@@ -32,21 +32,13 @@ if TYPE_CHECKING:
 WAIT_INTERVAL = 0.25
 
 
-class AlreadyFinal(CronctlError):
-    """The execution has already ended; there is nothing to cancel."""
-
-    exit_code = 1
-
-
 def _targets(config: Config, store: Store | None, execution_id: int | None,
              job: str | None) -> list[ExecutionRecord]:
     if (execution_id is None) == (job is None):
         raise UsageError("give either an EXECUTION_ID or --job JOB")
     if execution_id is not None:
         record = get_execution(store, execution_id)
-        if record.status.is_final:
-            raise AlreadyFinal(f"execution {record.id} of job {record.job_id!r} already ended "
-                               f"({record.status.value}); nothing to cancel")
+        require_cancellable(record)
         return [record]
     assert job is not None
     active = store.pending_or_running(job_ids=[job]) if store is not None else []
@@ -133,8 +125,7 @@ def cancel(
             if not as_json:
                 typer.echo(message, err=exit_code != 0)
     if as_json:
-        typer.echo(json.dumps({"executions": [
-            {**execution_json(r), "cancel_requested": True} for r in records]}, indent=2))
+        typer.echo(json.dumps(cancel_document(records), indent=2))
     if exit_code:
         raise typer.Exit(exit_code)
 

@@ -13,102 +13,26 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cronctl.cli import argtypes
+from cronctl import argtypes
 from cronctl.cli.options import global_options
 from cronctl.cli.shared import (
     complete_job_ids,
     escape_for_terminal,
-    execution_json,
     fenced_note,
     iso_z,
     open_reader,
-    require_job_defined,
 )
 from cronctl.cli.tables import WIDE_HELP, Cell, Column, Output, Row, Table, local_time
-from cronctl.errors import UsageError
+from cronctl.views.history import (
+    SKIPPED,
+    history_document,
+    parse_statuses,
+    read_history,
+    wants_skips,
+)
 
 if TYPE_CHECKING:
-    from cronctl.config import Config
-    from cronctl.jobs.model import ExecutionStatus
     from cronctl.store.base import ExecutionRecord
-    from cronctl.store.reader import Reader
-    from cronctl.store.records import SkipRecord
-
-
-SKIPPED = "skipped"
-
-
-def parse_statuses(text: str | None) -> tuple[ExecutionStatus, ...] | None:
-    if text is None:
-        return None
-    from cronctl.jobs.model import ExecutionStatus
-
-    result: list[ExecutionStatus] = []
-    for part in text.split(","):
-        if part.strip().lower() == SKIPPED:
-            continue
-        try:
-            result.append(ExecutionStatus.parse(part))  # type: ignore[arg-type]
-        except ValueError as exc:
-            raise UsageError(f"--status: {exc} (or {SKIPPED!r} for skip records)") from None
-    return tuple(result)
-
-
-def wants_skips(text: str | None) -> bool:
-    return text is not None and any(p.strip().lower() == SKIPPED for p in text.split(","))
-
-
-def skip_entries(store: Reader, config: Config, *, job_id: str | None,
-                 since: datetime | None, until: datetime | None, limit: int
-                 ) -> list[dict[str, Any]]:
-    """Skip records in the ``history --json`` shape, one entry per planned instant (a
-    stored run of consecutive skips is expanded with the job's schedule), newest first."""
-    from cronctl.ids import occurrence_id
-
-    runs = store.list_skips(job_id=job_id, since=since, until=until, limit=limit)
-    schedules: dict[str, Any] = {}
-    entries: list[dict[str, Any]] = []
-    for run in runs:
-        instants = [run.first_at] if run.count == 1 else _expand(run, config, schedules)
-        for at in reversed(instants):
-            if (since is not None and at < since) or (until is not None and at > until):
-                continue
-            entries.append({
-                # Not an execution: "id" stays null (an execution id could collide with
-                # it) and the skip record's own id is "skip_id" (s<N> in tables).
-                "id": None, "skip_id": run.id, "job": run.job_id,
-                "occurrence_id": occurrence_id(run.job_id, at),
-                "scheduled_at": iso_z(at), "started_at": None, "finished_at": None,
-                "status": SKIPPED, "reason": run.reason, "attempt": 0, "node": run.node_id,
-                "origin": "dependency" if run.reason == "upstream" else "cron",
-                "error": None, "detail": run.detail,  # which calendar, which parent
-            })
-            if len(entries) >= limit:
-                return entries
-    return entries
-
-
-def _expand(run: SkipRecord, config: Config, schedules: dict[str, Any]) -> list[datetime]:
-    """The planned instants of a run: the job's fires in ``[first_at, last_at]``, or just
-    the two ends when the job is no longer defined."""
-    from datetime import timedelta
-
-    from cronctl.core.timing import schedule_for
-    from cronctl.errors import CronctlError
-    from cronctl.jobs.loader import find_job
-
-    if run.job_id not in schedules:
-        try:
-            schedules[run.job_id] = schedule_for(find_job(config.job_settings, run.job_id))
-        except CronctlError:
-            schedules[run.job_id] = None
-    schedule = schedules[run.job_id]
-    if schedule is not None:
-        fires = schedule.between(run.first_at - timedelta(microseconds=1), run.last_at,
-                                 limit=run.count)
-        if fires:
-            return list(fires)
-    return [run.first_at, run.last_at]
 
 
 # --- history ---------------------------------------------------------------------------
@@ -227,48 +151,29 @@ def history(
     """Executions, newest first."""
     options = global_options(ctx)
     now = datetime.now(UTC)
-    statuses = parse_statuses(status)  # () when only skip records were asked for
-    skipped = wants_skips(status)
     since_at = argtypes.parse_time(since, now, what="--since") if since is not None else None
     until_at = argtypes.parse_time(until, now, what="--until") if until is not None else None
-    if since_at is not None and until_at is not None and since_at > until_at:
-        raise UsageError(f"--since {iso_z(since_at)} is after --until {iso_z(until_at)}")
+    parse_statuses(status)  # a bad --status is a usage error before the database is opened
     config, store = open_reader(options)
     try:
-        records: list[ExecutionRecord] = []
-        skips: list[dict[str, Any]] = []
-        if store is not None:
-            if statuses is None or statuses:
-                records = store.list_executions(job_id=job, status=statuses, since=since_at,
-                                                until=until_at, limit=limit)
-            if skipped:
-                skips = skip_entries(store, config, job_id=job, since=since_at,
-                                     until=until_at, limit=limit)
-        if job is not None and not records and not skips:
-            # No rows: is it a job that never ran (or not in this window), or no job at all?
-            unfiltered = store.list_executions(job_id=job, limit=1) if store else []
-            if not unfiltered:
-                require_job_defined(config, job)
+        entries = read_history(store, config, job=job, status=status, since=since_at,
+                               until=until_at, limit=limit)
     finally:
         if store is not None:
             store.close()
     out = Output(color=options.color, wide=wide)
     times = Times(now, full_errors=wide or out.terminal)
-    rows = [(execution_json(r), _row(r, times)) for r in records]
-    if wide:  # (before the error, which stays last)
-        rows = [(doc, Row(row.cells[:-1] + _figures(r) + row.cells[-1:]))
-                for (doc, row), r in zip(rows, records, strict=True)]
-    skip_rows = [(entry, _skip_row(entry, times)) for entry in skips]
-    if wide:
-        skip_rows = [(doc, Row(row.cells[:-1] + ("-",) * len(WIDE_COLUMNS) + row.cells[-1:]))
-                     for doc, row in skip_rows]
-    rows += skip_rows
-    rows.sort(key=lambda row: row[0]["scheduled_at"], reverse=True)  # stable: ids stay
-    rows = rows[:limit]
+    rows = [(e.doc, _row(e.record, times) if e.record is not None else _skip_row(e.doc, times))
+            for e in entries]
+    if wide:  # the figures of a command go before the error, which stays last
+        rows = [(doc, Row(row.cells[:-1] + (_figures(e.record) if e.record is not None else
+                                            ("-",) * len(WIDE_COLUMNS)) + row.cells[-1:]))
+                for (doc, row), e in zip(rows, entries, strict=True)]
     if as_json:
-        typer.echo(json.dumps({"executions": [doc for doc, _ in rows]}, indent=2))
+        typer.echo(json.dumps(history_document(entries), indent=2))
     elif not rows:
-        typer.echo("no executions" if not skipped else "no executions or skip records")
+        typer.echo("no executions" if not wants_skips(status)
+                   else "no executions or skip records")
     else:
         out.table(Table(COLUMNS[:-1] + WIDE_COLUMNS + COLUMNS[-1:] if wide else COLUMNS,
                         tuple(row for _, row in rows)))

@@ -12,22 +12,22 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cronctl.cli import argtypes
+from cronctl import argtypes
 from cronctl.cli.options import global_options
 from cronctl.cli.shared import (
     complete_job_ids,
     escape_for_terminal,
-    execution_json,
     get_execution,
     iso_z,
     open_reader,
     require_job_defined,
 )
 from cronctl.errors import NotFoundError, UsageError
+from cronctl.views.logs import job_logs_document, logs_document
 
 if TYPE_CHECKING:
     from cronctl.config import Config
@@ -52,10 +52,6 @@ def resolve_target(
         require_job_defined(config, job)
         raise NotFoundError(f"job {job!r} has no executions yet")
     return newest[0]
-
-
-def line_json(line: LogLine) -> dict[str, Any]:
-    return {"seq": line.seq, "at": iso_z(line.at), "level": line.level, "message": line.message}
 
 
 def format_line(line: LogLine) -> str:
@@ -110,8 +106,7 @@ def logs(
         if store is not None:
             store.close()
     if as_json:
-        typer.echo(json.dumps({"execution": execution_json(record),
-                               "lines": [line_json(x) for x in collected]}, indent=2))
+        typer.echo(json.dumps(logs_document(record, collected), indent=2))
 
 
 def _job_logs(config: Config, store: Reader | None, job: str, lines: int | None,
@@ -124,11 +119,7 @@ def _job_logs(config: Config, store: Reader | None, job: str, lines: int | None,
     if lines is not None:
         tagged = tagged[-lines:] if lines else []
     if as_json:
-        typer.echo(json.dumps({
-            "execution": execution_json(newest),
-            "executions": [execution_json(r) for r in records],
-            "lines": [{**line_json(line), "execution_id": r.id} for r, line in tagged],
-        }, indent=2))
+        typer.echo(json.dumps(job_logs_document(newest, records, tagged), indent=2))
         return
     for r, line in tagged:
         typer.echo(f"[{r.id}] {format_line(line)}")

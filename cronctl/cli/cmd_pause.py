@@ -15,6 +15,7 @@ import typer
 
 from cronctl.cli.options import global_options
 from cronctl.cli.shared import complete_job_ids, open_for_writing, require_job_defined
+from cronctl.views.actions import set_paused
 
 if TYPE_CHECKING:
     from cronctl.options import GlobalOptions
@@ -28,15 +29,12 @@ def _set_paused(options: GlobalOptions, job: str, paused: bool, as_json: bool) -
     require_job_defined(config, job)  # NotFoundError: exit 3, with a did-you-mean
     store = open_for_writing(config, f"'cronctl {'pause' if paused else 'resume'}'")
     try:
-        state = store.get_schedule(job)
-        was_paused = state is not None and state.paused
-        if was_paused != paused:
-            store.set_paused(job, paused)
+        doc = set_paused(store, job, paused)
     finally:
         store.close()
-    changed = was_paused != paused
+    changed = doc["changed"]
     if as_json:
-        typer.echo(json.dumps({"job": job, "paused": paused, "changed": changed}))
+        typer.echo(json.dumps(doc))
     elif not changed:
         typer.echo(f"job {job} is already {'paused' if paused else 'running (not paused)'}; "
                    "nothing changed")

@@ -1,23 +1,16 @@
 """``cronctl status``: live nodes, pending and running executions, next fires; failing
-and late jobs and failing notifications (:mod:`cronctl.cli.attention`).
-
-A node is live while its last heartbeat is younger than three heartbeat intervals, the
-same TTL the schedulers themselves use to decide that a node is gone (see
-``cronctl/runtime/scheduler.py``). With ``database = "none"`` there is no shared state:
-nodes and executions are empty, the next fires are still shown.
-"""
+and late jobs and failing notifications. What it collects and its JSON document are in
+:mod:`cronctl.views.status` (shared with ``GET /api/v1/status``); this module renders."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cronctl.cli.attention import Attention, attention
 from cronctl.cli.options import global_options
 from cronctl.cli.shared import iso_z, reader_for
 from cronctl.cli.tables import (
@@ -32,99 +25,10 @@ from cronctl.cli.tables import (
     until,
 )
 from cronctl.escaping import printable
+from cronctl.views.status import Status, collect
 
 if TYPE_CHECKING:
-    from cronctl.config import Config
-    from cronctl.jobs.model import JobDefinition
-    from cronctl.store.base import ExecutionRecord, NodeRecord
-    from cronctl.store.reader import Reader
-
-HEARTBEAT_TTL_FACTOR = 3  # = runtime/scheduler.py: ttl = heartbeat_interval * 3
-
-
-@dataclass(frozen=True)
-class NextFire:
-    job: str
-    at: datetime | None  # None: never fires again (within the 4-year horizon)
-
-
-@dataclass(frozen=True)
-class Status:
-    database: str  # display URL (password redacted) or "none"
-    shared: bool  # False for database = "none": nodes and executions are not knowable
-    nodes: Sequence[NodeRecord]
-    active: Sequence[ExecutionRecord]
-    next: Sequence[NextFire]
-    paused: Sequence[str]
-    disabled: Sequence[str]
-    warnings: Sequence[str] = field(default=())
-    attention: Attention = field(default=Attention())  # failing, late, notifications
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "database": self.database,
-            "shared_state": self.shared,
-            "nodes": [{"id": n.node_id, "host": n.host, "pid": n.pid,
-                       "started_at": iso_z(n.started_at),
-                       "heartbeat_at": iso_z(n.heartbeat_at)} for n in self.nodes],
-            "running": [_execution_json(r) for r in self.active],
-            "next": [{"job": f.job, "next_fire": iso_z(f.at)} for f in self.next],
-            "paused": list(self.paused),
-            "disabled": list(self.disabled),
-            **self.attention.to_json(),
-        }
-
-
-def _execution_json(record: ExecutionRecord) -> dict[str, Any]:
-    progress = None
-    if record.progress_done is not None:
-        progress = {"done": record.progress_done, "total": record.progress_total,
-                    "message": record.progress_message}
-    return {"id": record.id, "job": record.job_id, "status": record.status.value,
-            "node": record.node_id, "scheduled_at": iso_z(record.scheduled_at),
-            "started_at": iso_z(record.started_at), "attempt": record.attempt,
-            "origin": record.origin.value, "progress": progress,
-            "cancel_requested": record.cancel_requested}
-
-
-def next_fires(jobs: Sequence[JobDefinition], paused: set[str], now: datetime
-               ) -> list[NextFire]:
-    """The next fire of every enabled, unpaused job (the next instant its calendars let
-    run): soonest first, never-firing last."""
-    from cronctl.core.calendars import next_run
-    from cronctl.jobs.checks import job_schedule
-
-    fires = [NextFire(job.id, next_run(job, job_schedule(job), now))
-             for job in jobs if job.enabled and job.id not in paused]
-    return sorted(fires, key=lambda f: (f.at is None, f.at or now, f.job))
-
-
-def collect(config: Config, store: Reader | None, jobs: Sequence[JobDefinition],
-            now: datetime, warnings: Sequence[str] = ()) -> Status:
-    """What ``status`` shows. ``store`` is ``None`` when there is no state (yet)."""
-    nodes: list[NodeRecord] = []
-    active: list[ExecutionRecord] = []
-    paused: set[str] = set()
-    seen = Attention()
-    if store is not None:
-        nodes = store.live_nodes(now, config.heartbeat_interval * HEARTBEAT_TTL_FACTOR)
-        active = store.pending_or_running()
-        schedules = store.list_schedules()
-        paused = {s.job_id for s in schedules if s.paused}
-        seen = attention(store, jobs, schedules, now, live=[n.node_id for n in nodes])
-    known = {job.id for job in jobs}
-    return Status(
-        database="none" if config.in_memory else config.database_display,
-        shared=not config.in_memory,
-        nodes=nodes,
-        active=active,
-        next=next_fires(jobs, paused, now),
-        paused=sorted(paused & known),
-        disabled=sorted(job.id for job in jobs if not job.enabled),
-        warnings=warnings,
-        attention=seen,
-    )
-
+    from cronctl.store.base import ExecutionRecord
 
 # --- rendering -----------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from typing import Annotated
 
 import typer
 
-from cronctl.cli import argtypes
+from cronctl import argtypes
 from cronctl.cli.options import global_options
 from cronctl.cli.shared import MAN_PAGES, man_page
 from cronctl.errors import UsageError
@@ -59,10 +59,39 @@ RestartSec=5
 WantedBy=multi-user.target
 """
 
+# `cronctl serve`: stateless (everything is in the database), so plain Type=exec, a quick
+# stop, and sandboxing; any number of replicas may run (e.g. as cronctl-serve@.service).
+SERVE_TEMPLATE = """\
+[Unit]
+Description=cronctl HTTP API and dashboard
+Documentation=man:cronctl(1) man:cronctl.toml(5){docs}
+Wants=network-online.target
+After=network-online.target{after}
+
+[Service]
+Type=exec
+ExecStart={exec_start}
+{user}WorkingDirectory={workdir}
+StateDirectory=cronctl
+Environment=PYTHONUNBUFFERED=1
+KillSignal=SIGTERM
+TimeoutStopSec={stop_timeout}
+Restart=on-failure
+RestartSec=5
+NoNewPrivileges=yes
+PrivateTmp=yes
+ProtectSystem=full
+ProtectHome=read-only
+
+[Install]
+WantedBy=multi-user.target
+"""
+
 MAX_STOP_TIMEOUT = 36525 * 86400  # 100 years, as every duration (systemd takes more)
 # After shutdown_timeout cronctl cancels what still runs (SIGTERM, SIGKILL after the
 # default kill_timeout of 10 s) and drains logs (up to 5 s): TimeoutStopSec must cover it.
 STOP_MARGIN = 15
+SERVE_STOP_TIMEOUT = 45  # `--serve`: the HTTP server's TimeoutStopSec unless given
 # A word that systemd reads as written, unquoted (after %-doubling).
 _PLAIN_WORD = re.compile(r"[A-Za-z0-9_./:@+=,%-]+")
 # User=: a user name (what useradd and systemd's relaxed check both take) or a uid.
@@ -144,6 +173,7 @@ def render_unit(
     jobs_dir: Path | None = None,
     database: str | None = None,
     docs: tuple[Path, ...] = (),
+    serve: bool = False,
 ) -> str:
     """The unit file, or :class:`UsageError` for a value it cannot hold (module doc)."""
     argv = [executable] if isinstance(executable, str) else list(executable)
@@ -153,10 +183,10 @@ def render_unit(
         if value is not None:
             argv += [option, str(value)]
             names += [option, option]
-    argv.append("run")
-    names.append("run")
+    argv.append("serve" if serve else "run")
+    names.append(argv[-1])
     exec_start = _exec_start(argv, names)
-    return UNIT_TEMPLATE.format(
+    return (SERVE_TEMPLATE if serve else UNIT_TEMPLATE).format(
         docs="".join(f" {_file_uri(p)}" for p in docs),
         after=f" {after}" if after else "",
         exec_start=exec_start,
@@ -243,8 +273,14 @@ def register(app: typer.Typer) -> None:
                      f"+ {STOP_MARGIN}. A shorter one is warned about.",
             ),
         ] = None,
+        serve: Annotated[
+            bool,
+            typer.Option("--serve", help="The unit of 'cronctl serve' (the HTTP API and "
+                         "dashboard) instead of the scheduler's."),
+        ] = False,
     ) -> None:
-        """Print a systemd unit file (Type=notify) for this installation."""
+        """Print a systemd unit file (Type=notify) for this installation; with --serve, the
+        unit of 'cronctl serve'."""
         options = global_options(ctx)
         config = options.config.absolute() if options.config is not None else None
         if config is not None:
@@ -253,7 +289,10 @@ def register(app: typer.Typer) -> None:
         workdir = config.parent if config is not None else Path("/var/lib/cronctl")
         jobs_dir = options.jobs_dir.absolute() if options.jobs_dir is not None else None
         database = _database(options.database) if options.database else None
-        stop_timeout = _stop_timeout(options, stop_timeout)
+        if serve:  # no executions to let finish: shutdown_timeout is not its concern
+            stop_timeout = SERVE_STOP_TIMEOUT if stop_timeout is None else stop_timeout
+        else:
+            stop_timeout = _stop_timeout(options, stop_timeout)
         typer.echo(
             render_unit(
                 _executable(),
@@ -267,6 +306,7 @@ def register(app: typer.Typer) -> None:
                 # `man:` finds nothing a venv installed (its share/man is not on systemd's
                 # MANPATH): the installed pages themselves, by file name
                 docs=tuple(p for p in map(man_page, MAN_PAGES) if p is not None),
+                serve=serve,
             ),
             nl=False,
         )

@@ -20,8 +20,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from cronctl.cli.options import global_options
-from cronctl.cli.shared import chain_for, complete_job_ids, execution_json, open_state
-from cronctl.errors import CronctlError
+from cronctl.cli.shared import complete_job_ids, open_state
+from cronctl.views.actions import (
+    NoScheduler,
+    chain_for,
+    enqueue_trigger,
+    final_document,
+    no_scheduler,
+    trigger_document,
+    wait_taken,
+)
 
 if TYPE_CHECKING:
     from cronctl.config import Config
@@ -29,11 +37,6 @@ if TYPE_CHECKING:
     from cronctl.store.base import ExecutionRecord, Store
 
 POLL = 0.2
-TAKE_TIMEOUT = 15.0  # a live scheduler polls every 0.5 s; this much silence means nobody will
-
-
-class NoScheduler(CronctlError):
-    exit_code = 1
 
 
 class _Emit:
@@ -81,16 +84,11 @@ def trigger(
         return
     config, store = open_state(options)
     if store is None:
-        raise NoScheduler(_no_scheduler(config))
+        raise NoScheduler(no_scheduler(config))
     try:
         _queue(config, store, definition, wait, emit, chained)
     finally:
         store.close()
-
-
-def _no_scheduler(config: Config) -> str:
-    return (f"no live scheduler is registered in {config.database_display}; start "
-            "'cronctl run', or run it in this process with 'cronctl trigger --here'")
 
 
 def _here(config: Config, job: JobDefinition, emit: _Emit) -> None:
@@ -127,51 +125,25 @@ def _here(config: Config, job: JobDefinition, emit: _Emit) -> None:
 
 def _queue(config: Config, store: Store, job: JobDefinition, wait: bool, emit: _Emit,
            chained: list[str]) -> None:
-    from cronctl.jobs.model import Origin
-
     now = datetime.now(UTC)
-    if not store.live_nodes(now, config.heartbeat_interval * 3):
-        raise NoScheduler(_no_scheduler(config))
-    # --chain: the occurrence's instant is fixed here, so the dependents wait for it
-    request_id = store.enqueue_trigger(job.id, Origin.MANUAL, now=now,
-                                       scheduled_at=now if chained else None)
-    assert request_id is not None
-    for dependent in chained:
-        store.wait_chain(dependent, now, now=now)
-    execution_id = _wait_taken(store, request_id, job.id)
     if not wait:
         # The execution id is what `cronctl logs` and `cronctl cancel` take: wait the
         # second it takes a scheduler to start it, and print that.
-        started = store.get_execution(execution_id)
+        doc, started = trigger_document(config, store, job.id, now, chained)
         node = f" on node {started.node_id}" if started is not None else ""
         then = f"; then {', '.join(chained)}" if chained else ""
-        emit({"job": job.id, "request": request_id, "queued": True,
-              "execution_id": execution_id, "chained": chained},
-             f"started: job {job.id}, execution {execution_id}{node} "
-             f"(follow it: cronctl logs -f {execution_id}){then}")
+        emit(doc, f"started: job {job.id}, execution {doc['execution_id']}{node} "
+                  f"(follow it: cronctl logs -f {doc['execution_id']}){then}")
         return
+    request_id = enqueue_trigger(config, store, job.id, now, chained)
+    execution_id = wait_taken(store, request_id, job.id)
     record = _wait_final(store, job, execution_id)
-    doc = {"job": job.id, "request": request_id, "execution": execution_json(record),
-           "chained": chained}
+    doc = final_document(job.id, request_id, record, chained)
     error = f": {record.error}" if record.error else ""
     emit(doc, f"job {job.id}: {record.status.value} (execution {record.id}, "
                         f"attempt {record.attempt}, node {record.node_id}){error}")
     if record.status.value != "succeeded":
         raise typer.Exit(1)
-
-
-def _wait_taken(store: Store, request_id: int, job_id: str) -> int:
-    deadline = time.monotonic() + TAKE_TIMEOUT
-    while True:
-        request = store.get_trigger(request_id)
-        if request is not None and request.done:
-            if request.execution_id is None:
-                raise NoScheduler(f"job {job_id} did not run: {request.error or 'unknown'}")
-            return request.execution_id
-        if request is not None and request.taken_by is None and time.monotonic() > deadline:
-            raise NoScheduler(f"no scheduler took the request within {TAKE_TIMEOUT:.0f}s "
-                              f"(is job {job_id!r} defined on the running nodes?)")
-        time.sleep(POLL)
 
 
 def _wait_final(store: Store, job: JobDefinition, execution_id: int) -> ExecutionRecord:

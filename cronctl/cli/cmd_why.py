@@ -5,151 +5,14 @@ come, or not a planned instant (disabled, no match, a DST gap the job skips)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Annotated, Any
+from datetime import UTC, datetime
+from typing import Annotated
 
 import typer
 
-from cronctl.cli import argtypes
 from cronctl.cli.options import global_options
-from cronctl.cli.shared import (
-    complete_job_ids,
-    execution_json,
-    fenced_note,
-    iso_z,
-    open_reader,
-)
-from cronctl.errors import UsageError
-
-if TYPE_CHECKING:
-    from cronctl.core.why import Verdict
-    from cronctl.jobs.model import JobDefinition
-    from cronctl.store.reader import Reader
-
-_TICK = timedelta(microseconds=1)
-
-
-def _instant(job: JobDefinition, text: str, now: datetime) -> tuple[datetime, datetime | None]:
-    """``AT`` as an instant, and the naive local wall time it was written as (if it was:
-    a time without an offset is the job's local time, which is how people ask)."""
-    from cronctl.cron import load_zone
-
-    value = text.strip()
-    if value.startswith("--"):  # (unknown options reach AT: see register)
-        raise UsageError(f"no such option: {value.split('=')[0]}; see 'cronctl why --help'")
-    zone = load_zone(job.timezone) if job.every is None else UTC
-    # A time in a DST gap is a fair question ("not planned: DST gap skipped").
-    at = argtypes.parse_time(value, now, what="AT", zone=zone, gap_ok=True)  # one-line errors
-    if argtypes.is_relative(value) or job.every is not None:
-        return at, None
-    try:
-        written = datetime.fromisoformat(value.replace("z", "Z"))
-    except ValueError:
-        return at, None  # "now"
-    return at, (written if written.tzinfo is None else None)
-
-
-def _gap_answer(job: JobDefinition, wall: datetime) -> tuple[datetime | None, bool]:
-    """For a local ``wall`` time inside a DST gap that the expression names: the instant
-    the job fired for it instead (``dst_gap = shift``), or ``(None, True)`` when the job
-    skips the gap. ``(None, False)`` when the expression does not name ``wall``."""
-    from cronctl.core.timing import schedule_for
-    from cronctl.cron import Schedule, load_zone
-
-    assert job.cron is not None
-    as_utc = wall.replace(tzinfo=UTC)
-    if Schedule(job.cron, "UTC").next_after(as_utc - _TICK) != as_utc:
-        return None, False
-    zone = load_zone(job.timezone)
-    earliest = wall.replace(tzinfo=zone, fold=1).astimezone(UTC)
-    latest = wall.replace(tzinfo=zone, fold=0).astimezone(UTC)
-    low, high = min(earliest, latest), max(earliest, latest)
-    fire = schedule_for(job).next_after(low)
-    if fire is not None and fire <= high:
-        return fire, True
-    return None, True
-
-
-def decide(job: JobDefinition, at_text: str, store: Reader | None, now: datetime,
-           parents: Mapping[str, JobDefinition] | None = None) -> tuple[Verdict, list[Any]]:
-    from cronctl.core import needs_store as is_tracked  # = runtime.firing.is_tracked
-    from cronctl.core.calendars import exclusion
-    from cronctl.core.timing import schedule_for
-    from cronctl.core.why import explain, explain_disabled, explain_gap, in_dst_gap
-    from cronctl.core.why import planned_at_or_before as nearest
-    from cronctl.cron import load_zone
-    from cronctl.ids import occurrence_id
-
-    at, wall = _instant(job, at_text, now)
-    if not job.enabled:
-        return explain_disabled(job), []
-    planned: datetime | None
-    if wall is not None and job.cron is not None and in_dst_gap(wall, load_zone(job.timezone)):
-        shifted, named = _gap_answer(job, wall)
-        if named and shifted is None:
-            return explain_gap(job, wall), []
-        planned = shifted if shifted is not None else nearest(schedule_for(job), at)
-    else:
-        planned = nearest(schedule_for(job), at)
-    executions: list[Any] = []
-    skips: list[Any] = []
-    cursor = first_seen = None
-    paused = False
-    if store is not None and planned is not None:
-        executions = store.executions_of_occurrence(job.id, occurrence_id(job.id, planned))
-        skips = store.skips_covering(job.id, planned)
-        state = store.get_schedule(job.id)
-        if state is not None:
-            cursor, paused, first_seen = state.cursor, state.paused, state.first_seen
-    hit = exclusion(job, planned) if planned is not None else None
-    verdict = explain(job, at, planned, now=now, executions=executions, skips=skips,
-                      cursor=cursor, paused=paused, tracked=is_tracked(job),
-                      first_seen=first_seen, calendar=None if hit is None else hit.detail)
-    if (job.after and planned is not None and store is not None and not executions
-            and not skips and planned <= now and (cursor is None or planned > cursor)):
-        # not decided yet (the dependent's cursor is the instant up to which all are)
-        verdict = _upstream(job, planned, store, now, parents or {})
-    return verdict, executions
-
-
-def _upstream(job: JobDefinition, planned: datetime, store: Reader, now: datetime,
-              parents: Mapping[str, JobDefinition]) -> Verdict:
-    """A dependent's occurrence nothing is recorded of yet: what its parents are at."""
-    from cronctl.core.dependencies import (
-        ParentFact,
-        ParentState,
-        occurrence_outcome,
-        upstream_verdict,
-    )
-    from cronctl.core.dependencies import (
-        Verdict as Upstream,
-    )
-    from cronctl.core.why import Outcome
-    from cronctl.core.why import Verdict as Why
-    from cronctl.ids import occurrence_id
-
-    facts: dict[str, ParentFact] = {}
-    for edge in job.after:
-        rows = store.executions_of_occurrence(edge.job_id,
-                                              occurrence_id(edge.job_id, planned))
-        parent_skips = store.skips_covering(edge.job_id, planned) if not rows else []
-        parent = parents.get(edge.job_id)
-        attempts = parent.max_attempts if parent is not None else 1
-        facts[edge.job_id] = (occurrence_outcome(rows, attempts) if rows
-                              else ParentFact(ParentState.SKIPPED, parent_skips[0].reason)
-                              if parent_skips else ParentFact(ParentState.NONE))
-    got = upstream_verdict(job, planned, facts, now)
-    if got.verdict is Upstream.WAIT:
-        return Why(Outcome.PENDING, planned, "upstream", got.detail)
-    if got.verdict is Upstream.FIRE:
-        return Why(Outcome.PENDING, planned, None,
-                   f"{got.detail}: a scheduler runs it next (origin dependency)")
-    return Why(Outcome.PENDING, planned, "upstream",
-               f"will be skipped: {got.detail} (when a scheduler decides it)")
-
-
-
+from cronctl.cli.shared import complete_job_ids, fenced_note, iso_z, open_reader
+from cronctl.views.why import decide, why_document
 
 
 def why(
@@ -163,7 +26,6 @@ def why(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
 ) -> None:
     """What became of one occurrence: ran, skipped (why), missed, or never planned."""
-    from cronctl.ids import occurrence_id
     from cronctl.jobs.loader import find_job
 
     options = global_options(ctx)
@@ -180,18 +42,8 @@ def why(
     finally:
         if store is not None:
             store.close()
+    doc = why_document(job, verdict, executions)
     planned = verdict.scheduled_at
-    doc = {
-        "job": job.id,
-        "scheduled_at": iso_z(planned),
-        "occurrence_id": None if planned is None else occurrence_id(job.id, planned),
-        "outcome": verdict.outcome.value,
-        "reason": verdict.reason,
-        "detail": verdict.detail,
-        "executions": [execution_json(e) for e in executions],
-        "expression": job.written_text,  # as written (with H, if any)
-        "resolved": job.schedule_text,  # what fires: H resolved with the job's id
-    }
     if as_json:
         typer.echo(json.dumps(doc, indent=2))
         return

@@ -12,11 +12,16 @@ modules at the top; the config, the jobs and the store load inside the functions
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any
 
 from cronctl.errors import NotFoundError, StoreError
+from cronctl.views.common import execution_json as execution_json  # re-exported for cmd_*
+from cronctl.views.common import fenced_note as fenced_note
+from cronctl.views.common import iso_z as iso_z
+from cronctl.views.common import require_job_defined as require_job_defined
+from cronctl.views.common import rows_json as rows_json
 
 if TYPE_CHECKING:
     from cronctl.config import Config
@@ -53,19 +58,6 @@ def check_all(options: GlobalOptions, now: datetime | None = None) -> Checked:
         violations=(*read.violations, *result.violations),
         warnings=result.warnings,
     )
-
-
-def require_job_defined(config: Config, job_id: str) -> None:
-    """:class:`NotFoundError` (exit 3) unless some source defines ``job_id``."""
-    from cronctl.errors import ConfigError
-    from cronctl.jobs.loader import find_job
-
-    try:
-        find_job(config.job_settings, job_id)
-    except ConfigError:
-        return  # defined, just invalid: it exists
-    except NotFoundError:
-        raise
 
 
 # --- the state database ----------------------------------------------------------------
@@ -176,76 +168,7 @@ def get_execution(store: Reader | None, execution_id: int) -> ExecutionRecord:
     return record
 
 
-# --- reading arguments -----------------------------------------------------------------
-
-
-
 # --- rendering -------------------------------------------------------------------------
-
-
-@overload
-def iso_z(t: datetime) -> str: ...
-
-
-@overload
-def iso_z(t: None) -> None: ...
-
-
-@overload
-def iso_z(t: datetime | None) -> str | None: ...
-
-
-def iso_z(t: datetime | None) -> str | None:
-    """Aware datetime as ISO 8601 UTC with ``Z`` (``None`` stays ``None``)."""
-    if t is None:
-        return None
-    return t.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-def execution_json(record: ExecutionRecord) -> dict[str, Any]:
-    """The stable ``history --json`` shape of one execution."""
-    return {
-        "id": record.id,
-        "job": record.job_id,
-        "occurrence_id": record.occurrence_id,
-        "scheduled_at": iso_z(record.scheduled_at),
-        "started_at": iso_z(record.started_at),
-        "finished_at": iso_z(record.finished_at),
-        "status": record.status.value,
-        "attempt": record.attempt,
-        "node": record.node_id,
-        "origin": record.origin.value,
-        "error": record.error,
-        # how a command ended and what it used (SPEC section 9); null for Python handlers
-        "exit_code": record.exit_code,
-        "signal": record.signal,
-        "cpu_seconds": record.cpu_seconds,
-        "max_rss_bytes": record.max_rss_bytes,
-        # a final status that came after the attempt was taken over: kept, not counted
-        "fenced_status": None if record.fenced_status is None else record.fenced_status.value,
-        "fenced_at": iso_z(record.fenced_at),
-    }
-
-
-def rows_json(key: str, rows: list[dict[str, Any]]) -> str:
-    """``{key: rows}`` as JSON text with one row per line. ``json.dumps(indent=2)`` runs
-    the pure-Python encoder: 100,000 jobs took seconds; each row through the C encoder
-    takes microseconds, and the document stays readable and line-oriented."""
-    import json
-
-    if not rows:
-        return json.dumps({key: []}, indent=2)
-    body = ",\n    ".join(json.dumps(row, ensure_ascii=True) for row in rows)
-    return f"{{\n  {json.dumps(key)}: [\n    {body}\n  ]\n}}"
-
-
-def fenced_note(record: ExecutionRecord) -> str | None:
-    """What ``history`` and ``why`` say of a final status refused as stale (SPEC section
-    4): ``attempt 1 on node-a: succeeded after its lease expired; not counted``."""
-    if record.fenced_status is None:
-        return None
-    return (f"attempt {record.attempt} on {record.node_id}: {record.fenced_status.value} "
-            "after its lease expired; not counted")
 
 
 def escape_for_terminal(text: str) -> str:
@@ -282,19 +205,6 @@ def complete_job_ids(ctx: Any, incomplete: str) -> list[str]:
     except Exception:  # completion must never print a traceback into the shell
         return []
     return sorted(job.id for job in files.jobs if job.id.startswith(incomplete))
-
-
-def chain_for(config: Config, job_id: str) -> list[str]:
-    """``--chain``: the jobs that depend on ``job_id``, directly or not, in run order. A
-    configuration with violations has none (they are reported, one line)."""
-    from cronctl.errors import ConfigError
-    from cronctl.jobs.dependencies import chain_of
-    from cronctl.jobs.loader import load_jobs
-
-    loaded = load_jobs(config.job_settings)
-    if not loaded.ok:
-        raise ConfigError(f"--chain needs a valid configuration: {loaded.violations[0]}")
-    return chain_of(loaded.jobs, job_id)
 
 
 # --- the man pages ---------------------------------------------------------------------

@@ -34,6 +34,7 @@ from typing import Protocol, runtime_checkable
 from cronctl.jobs.model import ExecutionStatus, Origin
 from cronctl.store.firepath import FirePath
 from cronctl.store.records import (
+    AuditRecord,
     DeliveryFailures,
     ExecutionRecord,
     Fenced,
@@ -84,10 +85,21 @@ class Reads(Protocol):
         since: datetime | None = None,
         until: datetime | None = None,
         limit: int | None = 50,
+        before: tuple[datetime, int] | None = None,
     ) -> list[ExecutionRecord]:
         """History, newest first: ordered by ``scheduled_at`` descending, then id
         descending (a later attempt of an occurrence before an earlier one). ``since`` and
-        ``until`` bound ``scheduled_at`` (inclusive). ``limit=None`` means all."""
+        ``until`` bound ``scheduled_at`` (inclusive). ``limit=None`` means all. ``before``
+        = (scheduled_at, id) of the last row of the previous page: only rows after it in
+        this order (a keyset page; an offset would rescan the rows before it)."""
+        ...
+
+    def slot_counts(self, job_ids: Collection[str], start: datetime, width: timedelta,
+                    slots: int) -> dict[tuple[str, int], dict[str, int]]:
+        """How many executions (every attempt) of each job were planned in each of
+        ``slots`` windows of ``width`` from ``start``, per status: keyed by (job id, slot
+        index), only the non-empty ones. Reads the index, not the rows (the dashboard's
+        strip of 100 per-minute jobs)."""
         ...
 
     def latest_executions(self, job_ids: Collection[str]) -> dict[str, ExecutionRecord]:
@@ -322,8 +334,25 @@ class Liveness(Protocol):
         ...
 
 
+class Audit(Protocol):
+    """The audit log of the HTTP API (``cronctl serve``): one row per ``POST``, who (a
+    token's name, never the token), what, when and the result; ``cronctl audit`` reads
+    it. Rows are only ever added."""
+
+    def record_audit(self, *, at: datetime, actor: str, role: str | None, action: str,
+                     target: str | None, detail: str | None, status: int, result: str,
+                     client: str | None) -> int:
+        """Add one row; its id. Over-long values are cut, never refused."""
+        ...
+
+    def list_audit(self, *, since: datetime | None = None, limit: int | None = 50
+                   ) -> list[AuditRecord]:
+        """Rows with ``at >= since``, newest first, at most ``limit``."""
+        ...
+
+
 @runtime_checkable
-class Store(FirePath, Reads, Triggers, Liveness, Upkeep, Protocol):
+class Store(FirePath, Reads, Triggers, Liveness, Upkeep, Audit, Protocol):
     """The durable state of cronctl: every role. See the module docstring for the
     conventions every method keeps."""
 
@@ -349,6 +378,8 @@ class Store(FirePath, Reads, Triggers, Liveness, Upkeep, Protocol):
 
 
 __all__ = [
+    "Audit",
+    "AuditRecord",
     "DeliveryFailures",
     "ExecutionRecord",
     "Fenced",

@@ -4,7 +4,7 @@ claims of rows written ahead, history queries and cancel requests."""
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 
@@ -111,10 +111,16 @@ class Executions(SqlConnection):
         since: datetime | None = None,
         until: datetime | None = None,
         limit: int | None = 50,
+        before: tuple[datetime, int] | None = None,
     ) -> list[ExecutionRecord]:
         with self._raw_read() as cur:
             return self._raw.list_executions(cur, job_id=job_id, status=status, since=since,
-                                             until=until, limit=limit)
+                                             until=until, limit=limit, before=before)
+
+    def slot_counts(self, job_ids: Collection[str], start: datetime, width: timedelta,
+                    slots: int) -> dict[tuple[str, int], dict[str, int]]:
+        with self._raw_read() as cur:
+            return self._raw.slot_counts(cur, job_ids, start, width, slots)
 
     def latest_executions(self, job_ids: Collection[str]) -> dict[str, ExecutionRecord]:
         with self._raw_read() as cur:

@@ -80,9 +80,15 @@ class DbReader:
         status: ExecutionStatus | Collection[ExecutionStatus] | None = None,
         since: datetime | None = None, until: datetime | None = None,
         limit: int | None = 50,
+        before: tuple[datetime, int] | None = None,
     ) -> list[ExecutionRecord]:
         return self._run(lambda cur: self._q.list_executions(
-            cur, job_id=job_id, status=status, since=since, until=until, limit=limit))
+            cur, job_id=job_id, status=status, since=since, until=until, limit=limit,
+            before=before))
+
+    def slot_counts(self, job_ids: Collection[str], start: datetime, width: timedelta,
+                    slots: int) -> dict[tuple[str, int], dict[str, int]]:
+        return self._run(lambda cur: self._q.slot_counts(cur, job_ids, start, width, slots))
 
     def latest_executions(self, job_ids: Collection[str]) -> dict[str, ExecutionRecord]:
         return self._run(lambda cur: self._q.latest_executions(cur, job_ids))

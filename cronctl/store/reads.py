@@ -200,6 +200,7 @@ class ReadQueries:
         status: ExecutionStatus | Collection[ExecutionStatus] | None = None,
         since: datetime | None = None, until: datetime | None = None,
         limit: int | None = 50,
+        before: tuple[datetime, int] | None = None,
     ) -> list[ExecutionRecord]:
         wanted = (None if status is None
                   else list(dict.fromkeys(s.value for s in statuses(status))))
@@ -209,7 +210,7 @@ class ReadQueries:
             # in (scheduled_at, id) order when few rows match (1M rows: 0.2 s).
             found = [r for one in wanted for r in self.list_executions(
                 cur, job_id=job_id, status=ExecutionStatus(one), since=since, until=until,
-                limit=limit)]
+                limit=limit, before=before)]
             found.sort(key=lambda r: (r.scheduled_at, r.id), reverse=True)
             return found[:limit]
         where: list[str] = []
@@ -228,8 +229,36 @@ class ReadQueries:
         if until is not None:
             where.append("scheduled_at <= ?")
             params.append(self.ts(require_aware(until, "until")))
+        if before is not None:
+            at = self.ts(require_aware(before[0], "before"))
+            where.append("(scheduled_at < ? OR (scheduled_at = ? AND id < ?))")
+            params.extend([at, at, before[1]])
         return self._executions(cur, _newest_first(_EXECUTIONS, where, params, "scheduled_at",
                                                    limit), params)
+
+    def slot_counts(self, cur: Any, job_ids: Collection[str], start: datetime,
+                    width: timedelta, slots: int) -> dict[tuple[str, int], dict[str, int]]:
+        """Executions per (job, slot, status): slot ``k`` holds ``scheduled_at`` in
+        ``[start + k*width, start + (k+1)*width)``. One plain range count per slot on the
+        (job_id, status, scheduled_at) index: the rows themselves are never read, and no
+        expression is computed per row (bucketing 144,000 rows with one GROUP BY on a
+        computed slot took 170 ms on SQLite; 48 range counts take about 70)."""
+        if not job_ids or slots <= 0 or width <= timedelta(0):
+            return {}
+        require_aware(start, "start")
+        ids = list(dict.fromkeys(job_ids))
+        every = [s.value for s in ExecutionStatus]
+        text = (f"SELECT job_id, status, COUNT(*) FROM job_executions "
+                f"WHERE job_id IN ({', '.join('?' * len(ids))}) "
+                f"AND status IN ({', '.join('?' * len(every))}) "
+                "AND scheduled_at >= ? AND scheduled_at < ? GROUP BY job_id, status")
+        out: dict[tuple[str, int], dict[str, int]] = {}
+        for slot in range(slots):
+            low = start + width * slot
+            rows = self._rows(cur, text, [*ids, *every, self.ts(low), self.ts(low + width)])
+            for job_id, status, count in rows:
+                out.setdefault((job_id, slot), {})[status] = int(count)
+        return out
 
     def latest_executions(self, cur: Any, job_ids: Iterable[str]
                           ) -> dict[str, ExecutionRecord]:

@@ -131,6 +131,24 @@ class LogLine:
 
 
 @dataclass(frozen=True)
+class AuditRecord:
+    """One ``POST`` to the HTTP API: who (the token's name, never the token), what (the
+    action and its target), when, and what came of it (the HTTP status and ``"ok"`` or
+    the one-line error)."""
+
+    id: int
+    at: datetime
+    actor: str
+    role: str | None
+    action: str
+    target: str | None
+    detail: str | None
+    status: int
+    result: str
+    client: str | None
+
+
+@dataclass(frozen=True)
 class TriggerRequest:
     """A request from another process (``cronctl trigger``/``replay``) for a running
     scheduler. ``scheduled_at`` is ``None`` for "now" (manual) and the planned instant

@@ -12,7 +12,6 @@ from cronctl.store.records import (
 )
 from cronctl.store.snapshot import definition_snapshot, dumps
 
-
 _SAVE_CHUNK = 2_000
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
+from cronctl.store.audit import AuditLog
 from cronctl.store.engine import make_engine, normalize_url
 from cronctl.store.executions import Executions
 from cronctl.store.locks import GuardLocks
@@ -35,7 +36,7 @@ from cronctl.store.triggers import TriggerRequests
 
 
 class SqlStore(Schedules, Executions, GuardLocks, JobLogs, TriggerRequests, Nodes,
-               SkipLedger, Notices, Retention):
+               SkipLedger, Notices, Retention, AuditLog):
     """The Store Protocol over SQLite or PostgreSQL. Thread-safe (a connection pool)."""
 
     def __init__(self, engine: Engine, url: str, *, node_id: str = "") -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 from cronctl.store.urls import kind_of, sqlite_path
 
 if TYPE_CHECKING:
-    from cronctl.store.base import Store
+    from cronctl.store.base import Reads, Store
 
 
 class StatusSource(Protocol):
@@ -55,8 +55,13 @@ def read_statuses(url: str, job_ids: Collection[str], *, node_id: str) -> Status
 
         source = open_store(url, node_id=node_id, auto_migrate=False)
     try:
-        latest = source.latest_executions(job_ids)
-        paused = source.paused_job_ids()
+        return statuses_from(source, job_ids)
     finally:
         source.close()
+
+
+def statuses_from(source: Reads, job_ids: Collection[str]) -> StatusSource:
+    """Last status and paused flag per job, read now from an open store or reader."""
+    latest = source.latest_executions(job_ids)
+    paused = source.paused_job_ids()
     return _Fixed({job: rec.status.value for job, rec in latest.items()}, paused)

@@ -274,3 +274,22 @@ __all__ = [
     "skip_records",
     "trigger_requests",
 ]
+
+
+# Who did what through the HTTP API (``cronctl serve``): one row per POST, written once
+# the request was answered; ``cronctl audit`` lists them. Never a token, only its name.
+audit_log = sa.Table(
+    "audit_log",
+    metadata,
+    sa.Column("id", BigId, primary_key=True, autoincrement=True),
+    sa.Column("at", UtcDateTime(), nullable=False),
+    sa.Column("actor", sa.String(ID_LEN), nullable=False),  # the token's name, or "loopback"
+    sa.Column("role", sa.String(16), nullable=True),  # read, operate; NULL when not known
+    sa.Column("action", sa.String(32), nullable=False),  # trigger, cancel, pause, ...
+    sa.Column("target", sa.String(ID_LEN), nullable=True),  # job id or execution id
+    sa.Column("detail", sa.Text(), nullable=True),  # the request's parameters, as JSON
+    sa.Column("status", sa.Integer(), nullable=False),  # the HTTP status answered
+    sa.Column("result", sa.Text(), nullable=False),  # "ok", or the one-line error
+    sa.Column("client", sa.String(64), nullable=True),  # the client's address
+    sa.Index("ix_audit_log_at", "at"),
+)

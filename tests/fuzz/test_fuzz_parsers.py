@@ -17,7 +17,7 @@ from fuzz_support import deadline, fuzz_settings
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cronctl.cli.argtypes import AGO, SIGNED, parse_int, parse_time
+from cronctl.argtypes import AGO, SIGNED, parse_int, parse_time
 from cronctl.cron import CronExpression, CronSyntaxError, Schedule, UnknownTimezoneError
 from cronctl.durations import DurationError, parse_duration
 from cronctl.errors import UsageError

@@ -19,7 +19,8 @@ import pytest
 from cronctl.jobs.model import ExecutionStatus, Origin
 from cronctl.store import open_store
 
-UNNEEDED = ("cronctl.dispatch", "cronctl.runtime", "sqlalchemy", "alembic", "psycopg")
+UNNEEDED = ("cronctl.dispatch", "cronctl.runtime", "sqlalchemy", "alembic", "psycopg",
+            "cronctl.serve", "fastapi", "starlette", "uvicorn", "jinja2", "pydantic")
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])

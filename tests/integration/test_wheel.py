@@ -37,6 +37,13 @@ def test_installed_wheel_runs_db_upgrade_and_current(tmp_path: Path) -> None:
     dist = tmp_path / "dist"
     _run([sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(ROOT)], tmp_path)
     (wheel,) = dist.glob("cronctl-*.whl")
+    import zipfile
+
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for shipped in ("cronctl/serve/templates/base.html", "cronctl/serve/templates/jobs.html",
+                    "cronctl/serve/static/style.css", "cronctl/serve/static/live.js",
+                    "cronctl/_migrations/versions/0013_audit.py"):
+        assert shipped in names, shipped  # cronctl serve's pages come with the package
 
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=False)

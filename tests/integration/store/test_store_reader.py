@@ -68,7 +68,10 @@ def test_the_reader_returns_what_the_store_returns(store: Store, store_url: str)
                 s.list_executions(status=S.RUNNING, job_id="b"),
                 s.list_executions(status=[], limit=None),
                 s.list_executions(since=T0 + timedelta(minutes=1),
-                                  until=T0 + timedelta(minutes=3), limit=None)],
+                                  until=T0 + timedelta(minutes=3), limit=None),
+                s.list_executions(limit=2, before=(T0 + timedelta(minutes=2), ids["a1"]))],
+            "slot_counts": lambda s: [s.slot_counts(["a", "b", "zz"], T0, timedelta(minutes=1), 10),
+                                      s.slot_counts([], T0, timedelta(minutes=1), 10)],
             "latest_executions": lambda s: s.latest_executions(["a", "b", "zz"]),
             "executions_of_occurrence": lambda s: s.executions_of_occurrence("a", "a-1"),
             "pending_or_running": lambda s: [

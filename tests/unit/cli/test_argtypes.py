@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from cronctl.cli.argtypes import (
+from cronctl.argtypes import (
     BIGINT_MAX,
     SIGNED,
     count,

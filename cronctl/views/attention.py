@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from cronctl.cli.shared import iso_z
+from cronctl.views.common import iso_z
 
 if TYPE_CHECKING:
     from cronctl.jobs.model import JobDefinition

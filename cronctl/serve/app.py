@@ -1,0 +1,90 @@
+"""The FastAPI application of ``cronctl serve``: the API router, the dashboard's pages,
+the static files, and one error handler that turns every user error into an RFC 9457
+problem (``/api``) or an error page (the dashboard), never a traceback."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+
+from cronctl.errors import CronctlError
+from cronctl.serve.auth import Unauthorized
+from cronctl.serve.context import ServeContext
+from cronctl.serve.problems import PROBLEM_TYPE, problem, status_of
+
+HERE = Path(__file__).parent
+log = logging.getLogger("cronctl.serve")
+
+
+def build_app(ctx: ServeContext, version: str = "0") -> FastAPI:
+    from cronctl.serve import api, pages
+
+    app = FastAPI(
+        title="cronctl", version=version,
+        description="The state of a cronctl installation, with the same documents as the "
+                    "CLI's --json. Auth: 'Authorization: Bearer <token>' ([api] tokens_file); "
+                    "without a tokens file, read-only from loopback clients.",
+        openapi_url="/api/v1/openapi.json", docs_url=None, redoc_url=None,
+    )
+    app.state.ctx = ctx
+    app.include_router(api.router)
+    app.include_router(pages.router)
+    app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
+
+    @app.exception_handler(CronctlError)
+    def user_error(request: Request, exc: CronctlError) -> Response:
+        return error_response(request, status_of(exc), str(exc), exc)
+
+    @app.exception_handler(RequestValidationError)
+    def bad_request(request: Request, exc: RequestValidationError) -> Response:
+        return error_response(request, 400, _validation_message(exc), None)
+
+    @app.exception_handler(404)
+    def not_found(request: Request, exc: Any) -> Response:
+        detail = getattr(exc, "detail", None)
+        message = detail if isinstance(detail, str) and detail != "Not Found" else (
+            f"no such page: {request.url.path}")
+        return error_response(request, 404, message, None)
+
+    @app.exception_handler(405)
+    def bad_method(request: Request, exc: Any) -> Response:
+        return error_response(request, 405, f"{request.method} is not allowed on "
+                              f"{request.url.path}", None)
+
+    return app
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    parts = []
+    for error in exc.errors()[:3]:
+        where = ".".join(str(x) for x in error.get("loc", ()) if x not in ("body", "query"))
+        parts.append(f"{where}: {error.get('msg', 'invalid')}" if where else
+                     str(error.get("msg", "invalid")))
+    return "; ".join(parts) or "the request is not valid"
+
+
+def is_api(request: Request) -> bool:
+    return request.url.path.startswith("/api/")
+
+
+def error_response(request: Request, status: int, message: str,
+                   exc: CronctlError | None) -> Response:
+    """A problem document for the API; for a page, the login form (401) or an error page."""
+    if is_api(request):
+        headers = {"WWW-Authenticate": 'Bearer realm="cronctl"'} if status == 401 else None
+        return JSONResponse(problem(status, message, request.url.path), status_code=status,
+                            media_type=PROBLEM_TYPE, headers=headers)
+    if isinstance(exc, Unauthorized) and request.method == "GET":
+        from urllib.parse import quote
+
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        return RedirectResponse(f"/login?next={quote(target, safe='')}", status_code=303)
+    from cronctl.serve.render import render_error
+
+    return render_error(request, status, message)

@@ -1,0 +1,142 @@
+"""What every request of ``cronctl serve`` shares: the configuration, the jobs (re-read
+every few seconds, so an edited job file shows without a restart), one store (a
+connection pool; the server is stateless, the database is the state), the tokens, and
+the deadline on reads.
+
+Reads run on a small pool of threads and are waited for at most ``[api] query_timeout``:
+a query that takes longer is answered 503 (a problem document saying so) instead of
+tying up the server; the thread finishes its query in the background and is then free
+again. The pool is small on purpose: many slow queries at once queue and time out
+rather than pile onto the database.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, TypeVar
+
+from cronctl.errors import ConfigError, CronctlError
+
+if TYPE_CHECKING:
+    from cronctl.config import Config
+    from cronctl.jobs.model import JobDefinition
+    from cronctl.jobs.violation import Violation
+    from cronctl.options import GlobalOptions
+    from cronctl.serve.tokens import Token
+    from cronctl.store.base import Store
+
+T = TypeVar("T")
+JOBS_TTL = 5.0  # seconds a loaded set of jobs is reused
+PAGE_TTL = 2.0  # seconds the jobs page's data is shared by the requests that ask for it
+READ_THREADS = 8
+
+
+class Overloaded(CronctlError):
+    """A read took longer than ``[api] query_timeout`` (HTTP 503)."""
+
+
+@dataclass(frozen=True)
+class Loaded:
+    config: Config
+    jobs: Sequence[JobDefinition]
+    violations: Sequence[Violation]
+
+    def by_id(self) -> dict[str, JobDefinition]:
+        return {job.id: job for job in self.jobs}
+
+
+class ServeContext:
+    def __init__(self, options: GlobalOptions, config: Config, store: Store,
+                 tokens: tuple[Token, ...] | None) -> None:
+        self.options = options
+        self.config = config
+        self.store = store
+        self.tokens = tokens  # None: no tokens file (read-only, loopback clients only)
+        self.timeout = config.api.query_timeout.total_seconds()
+        self._pool = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="cronctl-read")
+        self._lock = threading.Lock()
+        self._loaded: tuple[float, Loaded] | None = None
+        self._memo: dict[str, tuple[float, object]] = {}
+        self._gates: dict[str, threading.Lock] = {}
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self.store.close()
+
+    # --- jobs ----------------------------------------------------------------------------
+
+    def loaded(self, now: datetime) -> Loaded:
+        """The configuration and the jobs, at most :data:`JOBS_TTL` seconds old."""
+        with self._lock:
+            if self._loaded is not None and time.monotonic() - self._loaded[0] < JOBS_TTL:
+                return self._loaded[1]
+        from cronctl.config import read_config
+        from cronctl.jobs.loader import load_jobs
+
+        read = read_config(self.options)
+        result = load_jobs(read.config.job_settings, now=now)
+        loaded = Loaded(read.config, result.jobs, (*read.violations, *result.violations))
+        with self._lock:
+            self._loaded = (time.monotonic(), loaded)
+        return loaded
+
+    def valid(self, now: datetime) -> Loaded:
+        """:meth:`loaded`, or :class:`ConfigError` with the CLI's ``list`` message when the
+        configuration has violations."""
+        loaded = self.loaded(now)
+        if loaded.violations:
+            raise ConfigError(f"{len(loaded.violations)} violation(s); fix them (see "
+                              "'cronctl validate') before listing")
+        return loaded
+
+    def job(self, job_id: str, now: datetime) -> JobDefinition:
+        """The job ``job_id``: :class:`NotFoundError` (with a did-you-mean) when no source
+        defines it, :class:`ConfigError` when it is invalid."""
+        loaded = self.loaded(now)
+        job = loaded.by_id().get(job_id)
+        if job is not None:
+            return job
+        from cronctl.jobs.loader import find_job
+
+        return find_job(loaded.config.job_settings, job_id, now=now)
+
+    def shared(self, key: str, work: Callable[[], T], ttl: float = PAGE_TTL) -> T:
+        """``work()``'s result, computed once for all the requests that ask for ``key``
+        within ``ttl`` seconds (the others wait for it rather than compute it again).
+        The jobs page reads every job's strip: fifty browsers refreshing it at once
+        must cost one read, not fifty. Per process; nothing here outlives ``ttl``."""
+        with self._lock:
+            gate = self._gates.setdefault(key, threading.Lock())
+        with gate:
+            with self._lock:
+                found = self._memo.get(key)
+            if found is not None and time.monotonic() - found[0] < ttl:
+                return found[1]  # type: ignore[return-value]
+            value = work()
+            with self._lock:
+                self._memo[key] = (time.monotonic(), value)
+            return value
+
+    def forget(self) -> None:
+        """Drop what :meth:`shared` keeps (after a ``POST`` changed something)."""
+        with self._lock:
+            self._memo.clear()
+
+    # --- bounded reads -------------------------------------------------------------------
+
+    def bounded(self, work: Callable[[], T]) -> T:
+        """``work()`` on a read thread, waited for at most ``query_timeout``."""
+        future = self._pool.submit(work)
+        try:
+            return future.result(timeout=self.timeout)
+        except FutureTimeout:
+            future.cancel()
+            raise Overloaded(f"the request took longer than {self.timeout:g}s ([api] "
+                             "query_timeout); narrow it (a job, --since/--until, a smaller "
+                             "limit) or try again") from None
