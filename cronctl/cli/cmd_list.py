@@ -104,13 +104,17 @@ def list_jobs(
         typer.echo(f"error: {len(checked.violations)} violation(s); fix them (see "
                    "'cronctl validate') before listing", err=True)
         raise typer.Exit(1)
-    rows = list_rows(checked.config, checked.result.jobs, now, _statuses(checked))
-    if as_json:
-        typer.echo(list_document_text(rows))
-    elif not rows:
-        typer.echo("no jobs")
-    else:
-        Output(color=options.color, wide=wide).table(table(rows, now))
+    from cronctl.heap import collector_paused
+
+    # 100,000 rows, all alive until printed: no collection walks them meanwhile
+    with collector_paused():
+        rows = list_rows(checked.config, checked.result.jobs, now, _statuses(checked))
+        if as_json:
+            typer.echo(list_document_text(rows))
+        elif not rows:
+            typer.echo("no jobs")
+        else:
+            Output(color=options.color, wide=wide).table(table(rows, now))
 
 
 def register(app: typer.Typer) -> None:
