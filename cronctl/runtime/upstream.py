@@ -77,27 +77,39 @@ class Upstream:
         self.node_id = node_id
         self.clock = clock
         self.jobs = jobs
+        self._seen: Sequence[JobDefinition] | None = None
+        self._dependents: tuple[JobDefinition, ...] = ()
+
+    def dependents(self) -> tuple[JobDefinition, ...]:
+        """The enabled dependents, worked out once per job set: the scheduler asks at every
+        poll, and walking 100,000 jobs each time to find none cost its thread ~5 ms."""
+        jobs = self.jobs()
+        if jobs is not self._seen:
+            self._seen = jobs
+            self._dependents = tuple(job for job in jobs if job.after and job.enabled)
+        return self._dependents
 
     def any(self) -> bool:
-        return any(job.after and job.enabled for job in self.jobs())
+        return bool(self.dependents())
 
     def poll(self) -> None:
+        dependents = self.dependents()
+        if not dependents:
+            return
         jobs = {job.id: job for job in self.jobs()}
         now = self.clock()
-        dependents = [job for job in jobs.values() if job.after and job.enabled]
         for job in dependents:
             try:
                 self._poll_one(job, jobs, now)
             except Exception as exc:  # the next poll tries again
                 log.warning("dependent job=%s: %s", job.id, exc, extra=ids(job.id))
-        if dependents:
-            try:
-                self._chains(jobs, [job.id for job in dependents], now)
-                self._polls += 1
-                if self._polls % STRANDED_EVERY == 0:
-                    self._stranded([job.id for job in dependents], now)
-            except Exception as exc:
-                log.warning("chained dependents: %s", exc)
+        try:
+            self._chains(jobs, [job.id for job in dependents], now)
+            self._polls += 1
+            if self._polls % STRANDED_EVERY == 0:
+                self._stranded([job.id for job in dependents], now)
+        except Exception as exc:
+            log.warning("chained dependents: %s", exc)
 
     def _stranded(self, dependents: list[str], now: datetime) -> None:
         """A request a node took and then died before it wrote the execution row would
