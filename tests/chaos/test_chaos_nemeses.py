@@ -1,0 +1,144 @@
+"""Nemeses the kill rotation of :mod:`test_chaos` does not cover (issue 22 item 8):
+three real ``cronctl run`` nodes on a private PostgreSQL server (each in its own PID,
+mount and UTS namespace with a boot id of its own when this process may create them),
+running command jobs (:mod:`nemesis_harness`), while one node
+
+- has its scheduler process alone frozen (SIGSTOP) past its lease, then resumed;
+- has its whole process tree frozen (a paused VM), then resumed;
+
+and then the audit of what the commands wrote and what the rows say: no two attempts of
+one occurrence ran at the same time, every planned instant has an execution or a skip
+record, no row is left running after the clean stop, and a ``succeeded`` attempt wrote
+its end.
+
+``make test`` runs a short round of each (``CRONCTL_CHAOS_SECONDS``, default 20);
+``make chaos`` long ones. The figures are printed (``pytest -s``) and written to
+``nemesis-<name>.json`` in the test's directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from nemesis_harness import Cluster, audit, check, namespaces_work, running_solo, tree
+from private_pg import PrivatePostgres
+
+from cronctl.store import Store, open_store
+
+pytestmark = [pytest.mark.chaos, pytest.mark.slow, pytest.mark.timeout(1800)]
+
+SECONDS = float(os.environ.get("CRONCTL_CHAOS_SECONDS", "20"))
+NODES = ("n1", "n2", "n3")
+FROZEN = 6.0  # seconds a node stays frozen: past its lease (ttl 3 s with heartbeats of 1 s)
+
+Nemesis = Callable[[Cluster, Store], dict[str, Any]]
+
+
+@pytest.fixture
+def private_pg(tmp_path: Path) -> Iterator[PrivatePostgres]:
+    try:
+        server = PrivatePostgres(tmp_path / "pg")
+    except RuntimeError as exc:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(f"PostgreSQL server binaries required in CI: {exc}")
+        pytest.skip(str(exc))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def run_round(root: Path, url: str, nemesis: Nemesis, *, seconds: float = SECONDS,
+              namespaces: bool | None = None) -> dict[str, Any]:
+    cluster = Cluster(root, url, namespaces_work() if namespaces is None else namespaces)
+    cluster.setup(NODES)
+    for name in NODES:
+        cluster.start(name)
+    observer = open_store(url, node_id="nemesis-observer")
+    faults: list[dict[str, Any]] = []
+    try:
+        for name in NODES:
+            assert cluster.ready(name), cluster.text(name)[-3000:]
+        began = datetime.now(UTC)
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            faults.append(nemesis(cluster, observer))
+        time.sleep(4)  # the last takeover and retry settle while every node is live
+        ended = datetime.now(UTC)
+    finally:
+        codes = cluster.stop_all()
+    try:
+        figures = audit(root, observer, began, ended, codes)
+    finally:
+        observer.close()
+    figures.update(seconds=seconds, namespaces=cluster.namespaces, faults=len(faults),
+                   fault_sample=faults[:4])
+    return figures
+
+
+def _report(figures: dict[str, Any], root: Path, name: str) -> None:
+    (root / f"nemesis-{name}.json").write_text(json.dumps(figures, indent=2))
+    print(f"\nnemesis {name}: {json.dumps(figures)}")
+
+
+def _signal_all(pids: list[int], sig: signal.Signals) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+
+
+def freeze_scheduler(cluster: Cluster, store: Store) -> dict[str, Any]:
+    """SIGSTOP the scheduler process of a node running a single_instance command (not
+    its children, not its supervisor) past its lease, then SIGCONT."""
+    victim = running_solo(store)
+    if victim is None:
+        return {"victim": None}
+    pid = cluster.nodes[victim].scheduler_pid()
+    os.kill(pid, signal.SIGSTOP)
+    time.sleep(FROZEN)
+    os.kill(pid, signal.SIGCONT)
+    time.sleep(3)
+    return {"victim": victim, "frozen_s": FROZEN}
+
+
+def freeze_tree(cluster: Cluster, store: Store) -> dict[str, Any]:
+    """SIGSTOP every process of a node running a single_instance command (the scheduler,
+    its supervisor, its commands: a paused VM) past its lease, then SIGCONT them all."""
+    victim = running_solo(store)
+    if victim is None:
+        return {"victim": None}
+    proc = cluster.nodes[victim].proc
+    assert proc is not None
+    stopped: list[int] = []
+    for _ in range(3):  # a process forked while we walked is caught by the next walk
+        fresh = [p for p in tree(proc.pid) if p not in stopped]
+        _signal_all(fresh, signal.SIGSTOP)
+        stopped += fresh
+    time.sleep(FROZEN)
+    _signal_all(stopped, signal.SIGCONT)
+    time.sleep(3)
+    return {"victim": victim, "frozen_s": FROZEN, "processes": len(stopped)}
+
+
+def test_nemesis_scheduler_frozen(tmp_path: Path, private_pg: PrivatePostgres) -> None:
+    figures = run_round(tmp_path / "run", private_pg.url, freeze_scheduler)
+    _report(figures, tmp_path, "scheduler-frozen")
+    check(figures)
+    assert figures["lost"] > 0, figures  # the freeze really was taken over
+
+
+def test_nemesis_tree_frozen(tmp_path: Path, private_pg: PrivatePostgres) -> None:
+    figures = run_round(tmp_path / "run", private_pg.url, freeze_tree)
+    _report(figures, tmp_path, "tree-frozen")
+    check(figures)
+    assert figures["lost"] > 0, figures
