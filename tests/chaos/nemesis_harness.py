@@ -125,7 +125,7 @@ class Cluster:
     def log(self) -> Path:
         return self.root / "attempts.log"
 
-    def setup(self, names: tuple[str, ...], extra: str = "") -> None:
+    def setup(self, names: tuple[str, ...], urls: dict[str, str]) -> None:
         (self.root / "jobs.d").mkdir(parents=True, exist_ok=True)
         (self.root / "attempt.py").write_text(ATTEMPT)
         (self.root / "jobs.d" / "nemesis.toml").write_text(jobs_toml(self.root))
@@ -133,9 +133,9 @@ class Cluster:
             config = self.root / f"{name}.toml"
             config.write_text(
                 "[scheduler]\n"
-                f'database = "{self.url}"\njobs_dir = "{self.root / "jobs.d"}"\n'
+                f'database = "{urls.get(name, self.url)}"\njobs_dir = "{self.root / "jobs.d"}"\n'
                 f'node_id = "{name}"\nheartbeat_interval = "1s"\nshutdown_timeout = "5s"\n'
-                f'progress_flush_interval = "1s"\n{extra}')
+                'progress_flush_interval = "1s"\n')
             self.nodes[name] = Node(name, config)
 
     def env(self, node: str) -> dict[str, str]:

@@ -21,7 +21,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import signal
+import sqlite3
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -29,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from nemesis_faults import FreezableProxy, SmallDisk, client_ports, terminate_sessions
 from nemesis_harness import Cluster, audit, check, namespaces_work, running_solo, tree
 from private_pg import PrivatePostgres
 
@@ -39,6 +43,8 @@ pytestmark = [pytest.mark.chaos, pytest.mark.slow, pytest.mark.timeout(1800)]
 SECONDS = float(os.environ.get("CRONCTL_CHAOS_SECONDS", "20"))
 NODES = ("n1", "n2", "n3")
 FROZEN = 6.0  # seconds a node stays frozen: past its lease (ttl 3 s with heartbeats of 1 s)
+PATH_FROZEN = 30.0  # seconds the proxy forwards nothing
+DISK_FULL = 8.0  # seconds the SQLite disk stays full
 
 Nemesis = Callable[[Cluster, Store], dict[str, Any]]
 
@@ -59,9 +65,12 @@ def private_pg(tmp_path: Path) -> Iterator[PrivatePostgres]:
 
 
 def run_round(root: Path, url: str, nemesis: Nemesis, *, seconds: float = SECONDS,
-              namespaces: bool | None = None) -> dict[str, Any]:
+              namespaces: bool | None = None, urls: dict[str, str] | None = None
+              ) -> dict[str, Any]:
+    """Start the nodes (``urls`` overrides the database URL of some), apply ``nemesis``
+    until ``seconds`` passed, let the cluster settle, stop it cleanly, audit."""
     cluster = Cluster(root, url, namespaces_work() if namespaces is None else namespaces)
-    cluster.setup(NODES)
+    cluster.setup(NODES, urls or {})
     for name in NODES:
         cluster.start(name)
     observer = open_store(url, node_id="nemesis-observer")
@@ -82,7 +91,7 @@ def run_round(root: Path, url: str, nemesis: Nemesis, *, seconds: float = SECOND
     finally:
         observer.close()
     figures.update(seconds=seconds, namespaces=cluster.namespaces, faults=len(faults),
-                   fault_sample=faults[:4])
+                   fault_log=faults)
     return figures
 
 
@@ -125,7 +134,9 @@ def freeze_tree(cluster: Cluster, store: Store) -> dict[str, Any]:
         _signal_all(fresh, signal.SIGSTOP)
         stopped += fresh
     time.sleep(FROZEN)
-    _signal_all(stopped, signal.SIGCONT)
+    # A paused VM resumes its processes in no particular order; the commands first (the
+    # deepest processes first) is one of those orders, and the one that shows the gap.
+    _signal_all(stopped[::-1], signal.SIGCONT)
     time.sleep(3)
     return {"victim": victim, "frozen_s": FROZEN, "processes": len(stopped)}
 
@@ -137,8 +148,90 @@ def test_nemesis_scheduler_frozen(tmp_path: Path, private_pg: PrivatePostgres) -
     assert figures["lost"] > 0, figures  # the freeze really was taken over
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "SPEC section 4 promises that a command ends before its lease can be taken over also "
+    "under a VM pause, but when a node's whole process tree (its supervisor included) is "
+    "frozen past the lease nothing on that node can end the command: another node takes "
+    "the occurrence over (lost, attempt 2) and, on resume, the old command runs on beside "
+    "its successor until the woken supervisor kills it (or it ends first)"))
 def test_nemesis_tree_frozen(tmp_path: Path, private_pg: PrivatePostgres) -> None:
     figures = run_round(tmp_path / "run", private_pg.url, freeze_tree)
     _report(figures, tmp_path, "tree-frozen")
     check(figures)
     assert figures["lost"] > 0, figures
+
+
+def test_nemesis_sessions_terminated(tmp_path: Path, private_pg: PrivatePostgres) -> None:
+    """``pg_terminate_backend`` of every session of one node (found by the client ports
+    its processes hold), every few seconds."""
+    admin = private_pg.url.replace("postgresql+psycopg://", "postgresql://", 1)
+    rng = random.Random(int(os.environ.get("CRONCTL_CHAOS_SEED", "7")))
+
+    def terminate(cluster: Cluster, store: Store) -> dict[str, Any]:
+        time.sleep(rng.uniform(2.0, 4.0))
+        victim = running_solo(store, timeout=2) or rng.choice(NODES)
+        proc = cluster.nodes[victim].proc
+        assert proc is not None
+        ports = client_ports(proc.pid, private_pg.port)
+        return {"victim": victim, "terminated": terminate_sessions(admin, ports)}
+
+    figures = run_round(tmp_path / "run", private_pg.url, terminate)
+    _report(figures, tmp_path, "sessions-terminated")
+    check(figures)
+    assert sum(f["terminated"] for f in figures["fault_log"]) > 0, figures
+
+
+def test_nemesis_frozen_tcp_path(tmp_path: Path, private_pg: PrivatePostgres) -> None:
+    """One node reaches the database through a proxy that stops forwarding, without
+    closing anything, for 30 s, then forwards again."""
+    proxy = FreezableProxy(private_pg.port)
+    via = private_pg.url.replace(f":{private_pg.port}/", f":{proxy.port}/")
+
+    def silence(cluster: Cluster, store: Store) -> dict[str, Any]:
+        time.sleep(3)
+        proxy.freeze()
+        time.sleep(PATH_FROZEN)
+        proxy.resume()
+        time.sleep(6)
+        return {"victim": "n1", "silent_s": PATH_FROZEN}
+
+    try:
+        figures = run_round(tmp_path / "run", private_pg.url, silence,
+                            seconds=max(SECONDS, 1.0), urls={"n1": via})
+    finally:
+        proxy.close()
+    _report(figures, tmp_path, "frozen-tcp-path")
+    check(figures)
+
+
+def test_nemesis_sqlite_disk_full(tmp_path: Path) -> None:
+    """The SQLite database on a small tmpfs that a filler file fills up and that empties
+    again; afterwards ``PRAGMA integrity_check`` is ok."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    try:
+        disk = SmallDisk(tmp_path / "disk")
+    except (OSError, subprocess.SubprocessError) as exc:
+        pytest.skip(f"cannot mount a tmpfs here: {exc}")
+    database = disk.path / "state.db"
+
+    def fill(cluster: Cluster, store: Store) -> dict[str, Any]:
+        time.sleep(3)
+        written = disk.fill()
+        time.sleep(DISK_FULL)
+        disk.empty()
+        time.sleep(5)
+        return {"filled_bytes": written, "full_s": DISK_FULL}
+
+    try:
+        figures = run_round(tmp_path / "run", f"sqlite:///{database}", fill,
+                            namespaces=False)
+        with sqlite3.connect(database) as conn:
+            figures["integrity"] = conn.execute("PRAGMA integrity_check").fetchone()[0]
+        conn.close()
+    finally:
+        disk.empty()
+        disk.close()
+    _report(figures, tmp_path, "sqlite-disk-full")
+    check(figures)
+    assert figures["integrity"] == "ok", figures
