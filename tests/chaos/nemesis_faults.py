@@ -80,6 +80,11 @@ class FreezableProxy:
         self._ready.set()
         self._loop.run_forever()
         server.close()
+        for task in asyncio.all_tasks(self._loop):
+            task.cancel()
+        self._loop.run_until_complete(asyncio.sleep(0.1))
+        self._loop.run_until_complete(server.wait_closed())
+        self._loop.close()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await self._flowing.wait()

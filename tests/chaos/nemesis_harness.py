@@ -195,13 +195,14 @@ class Cluster:
         return codes
 
 
-def running_solo(store: Store, timeout: float = 12) -> str | None:
-    """The node of a running single_instance attempt that started a moment ago."""
+def running_solo(store: Store, timeout: float = 12, node: str | None = None) -> str | None:
+    """The node (or ``node``) of a running single_instance attempt."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with contextlib.suppress(Exception):
             rows = [r for r in store.pending_or_running(job_ids=list(SOLO))
-                    if r.status is ExecutionStatus.RUNNING]
+                    if r.status is ExecutionStatus.RUNNING
+                    and (node is None or r.node_id == node)]
             if rows:
                 return rows[0].node_id
         time.sleep(0.1)

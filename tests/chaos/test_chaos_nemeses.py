@@ -182,26 +182,30 @@ def test_nemesis_sessions_terminated(tmp_path: Path, private_pg: PrivatePostgres
 
 
 def test_nemesis_frozen_tcp_path(tmp_path: Path, private_pg: PrivatePostgres) -> None:
-    """One node reaches the database through a proxy that stops forwarding, without
-    closing anything, for 30 s, then forwards again."""
-    proxy = FreezableProxy(private_pg.port)
-    via = private_pg.url.replace(f":{private_pg.port}/", f":{proxy.port}/")
+    """Every node reaches the database through a proxy of its own (all equally slow, so
+    each wins its share of the single_instance races); the proxy of a node running a
+    single_instance command stops forwarding, without closing anything, for 30 s, then
+    forwards again."""
+    proxies = {name: FreezableProxy(private_pg.port) for name in NODES}
+    urls = {name: private_pg.url.replace(f":{private_pg.port}/", f":{proxy.port}/")
+            for name, proxy in proxies.items()}
 
     def silence(cluster: Cluster, store: Store) -> dict[str, Any]:
-        time.sleep(3)
-        proxy.freeze()
+        victim = running_solo(store, timeout=15) or "n1"
+        proxies[victim].freeze()
         time.sleep(PATH_FROZEN)
-        proxy.resume()
+        proxies[victim].resume()
         time.sleep(6)
-        return {"victim": "n1", "silent_s": PATH_FROZEN}
+        return {"victim": victim, "silent_s": PATH_FROZEN}
 
     try:
-        figures = run_round(tmp_path / "run", private_pg.url, silence,
-                            seconds=max(SECONDS, 1.0), urls={"n1": via})
+        figures = run_round(tmp_path / "run", private_pg.url, silence, urls=urls)
     finally:
-        proxy.close()
+        for proxy in proxies.values():
+            proxy.close()
     _report(figures, tmp_path, "frozen-tcp-path")
     check(figures)
+    assert figures["lost"] > 0, figures  # the silent node's attempt was taken over
 
 
 def test_nemesis_sqlite_disk_full(tmp_path: Path) -> None:
