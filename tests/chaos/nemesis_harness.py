@@ -209,6 +209,19 @@ def running_solo(store: Store, timeout: float = 12, node: str | None = None) -> 
     return None
 
 
+def fresh_solo(log: Path, within: float = 1.5, timeout: float = 12) -> str | None:
+    """The node of a single_instance command that started less than ``within`` seconds
+    ago and has not ended (from the commands' own log: it surely runs on)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        now = time.time()
+        for a in attempts(log).values():
+            if a.job in SOLO and not a.ended and now - within < a.start < now - 0.2:
+                return a.node
+        time.sleep(0.1)
+    return None
+
+
 @dataclass
 class Attempt:
     job: str

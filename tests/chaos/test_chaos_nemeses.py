@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 from nemesis_faults import FreezableProxy, SmallDisk, client_ports, terminate_sessions
-from nemesis_harness import Cluster, audit, check, namespaces_work, running_solo, tree
+from nemesis_harness import Cluster, audit, check, fresh_solo, namespaces_work, running_solo, tree
 from private_pg import PrivatePostgres
 
 from cronctl.store import Store, open_store
@@ -41,6 +41,8 @@ from cronctl.store import Store, open_store
 pytestmark = [pytest.mark.chaos, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 SECONDS = float(os.environ.get("CRONCTL_CHAOS_SECONDS", "20"))
+# make test: a round of about one fault each (the module stays near 2.5 min in all)
+ROUND = SECONDS if SECONDS >= 60 else min(SECONDS, 10.0)
 NODES = ("n1", "n2", "n3")
 FROZEN = 6.0  # seconds a node stays frozen: past its lease (ttl 3 s with heartbeats of 1 s)
 PATH_FROZEN = 30.0  # seconds the proxy forwards nothing
@@ -64,7 +66,7 @@ def private_pg(tmp_path: Path) -> Iterator[PrivatePostgres]:
         server.stop()
 
 
-def run_round(root: Path, url: str, nemesis: Nemesis, *, seconds: float = SECONDS,
+def run_round(root: Path, url: str, nemesis: Nemesis, *, seconds: float = ROUND,
               namespaces: bool | None = None, urls: dict[str, str] | None = None
               ) -> dict[str, Any]:
     """Start the nodes (``urls`` overrides the database URL of some), apply ``nemesis``
@@ -109,7 +111,7 @@ def _signal_all(pids: list[int], sig: signal.Signals) -> None:
 def freeze_scheduler(cluster: Cluster, store: Store) -> dict[str, Any]:
     """SIGSTOP the scheduler process of a node running a single_instance command (not
     its children, not its supervisor) past its lease, then SIGCONT."""
-    victim = running_solo(store)
+    victim = fresh_solo(cluster.log)
     if victim is None:
         return {"victim": None}
     pid = cluster.nodes[victim].scheduler_pid()
@@ -123,7 +125,7 @@ def freeze_scheduler(cluster: Cluster, store: Store) -> dict[str, Any]:
 def freeze_tree(cluster: Cluster, store: Store) -> dict[str, Any]:
     """SIGSTOP every process of a node running a single_instance command (the scheduler,
     its supervisor, its commands: a paused VM) past its lease, then SIGCONT them all."""
-    victim = running_solo(store)
+    victim = fresh_solo(cluster.log)
     if victim is None:
         return {"victim": None}
     proc = cluster.nodes[victim].proc
@@ -181,6 +183,30 @@ def test_nemesis_sessions_terminated(tmp_path: Path, private_pg: PrivatePostgres
     assert sum(f["terminated"] for f in figures["fault_log"]) > 0, figures
 
 
+def test_nemesis_sessions_terminated_burst(tmp_path: Path,
+                                          private_pg: PrivatePostgres) -> None:
+    """Every session of a node running a command terminated every 0.2 s for 4 s: its
+    node lock cannot be held, and its beats mostly fail."""
+    admin = private_pg.url.replace("postgresql+psycopg://", "postgresql://", 1)
+
+    def burst(cluster: Cluster, store: Store) -> dict[str, Any]:
+        victim = fresh_solo(cluster.log) or "n1"
+        proc = cluster.nodes[victim].proc
+        assert proc is not None
+        terminated = 0
+        until = time.monotonic() + 4
+        while time.monotonic() < until:
+            terminated += terminate_sessions(admin, client_ports(proc.pid, private_pg.port))
+            time.sleep(0.2)
+        time.sleep(4)
+        return {"victim": victim, "terminated": terminated}
+
+    figures = run_round(tmp_path / "run", private_pg.url, burst)
+    _report(figures, tmp_path, "sessions-terminated-burst")
+    check(figures)
+    assert sum(f["terminated"] for f in figures["fault_log"]) > 0, figures
+
+
 def test_nemesis_frozen_tcp_path(tmp_path: Path, private_pg: PrivatePostgres) -> None:
     """Every node reaches the database through a proxy of its own (all equally slow, so
     each wins its share of the single_instance races); the proxy of a node running a
@@ -191,7 +217,7 @@ def test_nemesis_frozen_tcp_path(tmp_path: Path, private_pg: PrivatePostgres) ->
             for name, proxy in proxies.items()}
 
     def silence(cluster: Cluster, store: Store) -> dict[str, Any]:
-        victim = running_solo(store, timeout=15) or "n1"
+        victim = fresh_solo(cluster.log, timeout=15) or "n1"
         proxies[victim].freeze()
         time.sleep(PATH_FROZEN)
         proxies[victim].resume()
