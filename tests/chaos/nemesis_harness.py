@@ -274,9 +274,17 @@ def audit(root: Path, store: Store, began: datetime, ended: datetime,
     done: set[tuple[str, str | None, datetime]] = set()
     for r in rows:
         done.add((r.job_id, r.scope_node, r.scheduled_at))
+    executed = set(done)
+    ran_and_skipped: list[str] = []
+    false_overlap: list[str] = []  # "the previous execution still ran", but none did
     for s in skips:
         at = s.first_at
         for _ in range(s.count):
+            if (s.job_id, s.scope_node, at) in executed:
+                ran_and_skipped.append(f"{s.job_id}@{s.scope_node or '*'}@{at:%H:%M:%S}")
+            if s.reason == "overlap" and not _running_at(ran.values(), s.job_id,
+                                                         s.scope_node, at.timestamp()):
+                false_overlap.append(f"{s.job_id}@{s.scope_node or '*'}@{at:%H:%M:%S}")
             done.add((s.job_id, s.scope_node, at))
             at += STEP[s.job_id]
     planned = 0
@@ -312,6 +320,9 @@ def audit(root: Path, store: Store, began: datetime, ended: datetime,
         "skipped": dict(reasons), "command_attempts": len(ran),
         "concurrent": len(concurrent), "concurrent_sample": concurrent[:5],
         "unaccounted": len(missing), "missing_sample": missing[:10],
+        "ran_and_skipped": len(ran_and_skipped), "ran_and_skipped_sample": ran_and_skipped[:5],
+        "overlap_skips_nothing_ran": len(false_overlap),
+        "overlap_skips_nothing_ran_sample": false_overlap[:5],
         "lost": statuses.get("lost", 0),
         "fenced": sum(1 for r in rows if r.fenced_status is not None),
         "left_running": len(left_running), "false_success": len(false_success),
@@ -319,9 +330,16 @@ def audit(root: Path, store: Store, began: datetime, ended: datetime,
     }
 
 
+def _running_at(ran: Any, job: str, node: str | None, at: float) -> bool:
+    """Whether an attempt of ``job`` (on ``node``, when given) ran at ``at`` by its own
+    log (a margin for the final status still on its way)."""
+    return any(a.job == job and (node is None or a.node == node)
+               and a.start - 0.5 <= at <= a.last + 0.5 for a in ran)
+
+
 def check(figures: dict[str, Any]) -> None:
-    for key in ("concurrent", "unaccounted", "left_running", "false_success",
-                "attempts_without_row"):
+    for key in ("concurrent", "unaccounted", "ran_and_skipped", "left_running",
+                "false_success", "attempts_without_row"):
         assert figures[key] == 0, (key, figures)
     assert figures["command_attempts"] > 0, figures
     assert all(code == 0 for code in figures["exit_codes"].values()), figures
