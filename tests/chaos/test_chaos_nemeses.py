@@ -190,6 +190,9 @@ def test_nemesis_scheduler_frozen(tmp_path: Path, private_pg: PrivateDatabase) -
     "the occurrence over (lost, attempt 2) and, on resume, the old command runs on beside "
     "its successor until the woken supervisor kills it (or it ends first)"))
 def test_nemesis_tree_frozen(tmp_path: Path, private_pg: PrivateDatabase) -> None:
+    if not namespaces_work():
+        pytest.skip("needs a PID namespace per node (root): on one host a successor's "
+                    "recovery may end the frozen attempt's process group itself")
     figures = run_round(tmp_path / "run", private_pg.url, freeze_tree)
     _report(figures, tmp_path, "tree-frozen")
     check(figures)
