@@ -12,9 +12,11 @@ process group does not stop it), fed through a pipe by the scheduler:
   supervisor still knows is never another process's).
 
 When no ``b`` came for ``limit`` seconds it sends SIGKILL to every group it knows and
-forgets them. When the pipe closes (the scheduler exited or died), it ends them too, and
-exits. Nothing it does depends on the frozen scheduler. The runtime chooses ``limit``:
-see CONTRIBUTING.md, "The supervisor's timing".
+forgets them; also when it wakes from a freeze of its own longer than that (its whole
+node stopped) with beats waiting: those come too late. When the pipe closes (the
+scheduler exited or died), it ends them too, and exits. Nothing it does depends on the
+frozen scheduler. The runtime chooses ``limit``: see CONTRIBUTING.md, "The supervisor's
+timing".
 """
 
 from __future__ import annotations
@@ -62,6 +64,11 @@ while True:
     if not data:
         end("the scheduler is gone")
         break
+    if time.monotonic() >= last + limit:
+        # This process was frozen or starved past the limit too (the node's whole tree
+        # stopped, a paused VM): a beat that waited in the pipe, or one sent as the
+        # scheduler woke, comes too late; the lease may have been taken over meanwhile.
+        end("no heartbeat for %gs" % limit)
     pending += data
     *lines, pending = pending.split(b"\n")
     for line in lines:

@@ -4,7 +4,9 @@ A row is a run of consecutive planned instants with one reason. Nodes that take 
 same decision (every node sees a single_instance job's lock held at the same instant;
 two nodes starting at once find the same misfire set) write the same ``(job, scope,
 first_at)``: the unique key keeps one row, and a longer run for the same start extends
-it, so each instant is recorded once cluster-wide."""
+it, so each instant is recorded once cluster-wide. A run over an instant that has a
+started execution (in the same scope) is not recorded: the instant ran, whatever a node
+with a stale view decided about it."""
 
 from __future__ import annotations
 
@@ -23,6 +25,12 @@ _INSERT = ("INSERT INTO skip_records (job_id, scope, first_at, last_at, count, r
            "ON CONFLICT (job_id, scope, first_at) DO NOTHING")
 _EXTEND = ("UPDATE skip_records SET last_at = ?, count = ? "
            "WHERE job_id = ? AND scope = ? AND first_at = ? AND last_at < ?")
+# An instant that has a started execution in the same scope ran: a skip decided for it
+# by a node whose view was stale (it was cut off from the database, or its disk was
+# full, while another node ran the instant) is not recorded. A ``pending`` row may still
+# not start (a waiter that expires has its row deleted, after or before its skip).
+_RAN = ("SELECT 1 FROM job_executions WHERE job_id = ? AND scope = ? "
+        "AND scheduled_at >= ? AND scheduled_at <= ? AND status <> 'pending' LIMIT 1")
 
 
 def _record(row: sa.Row[tuple[object, ...]]) -> SkipRecord:
@@ -49,6 +57,10 @@ class SkipLedger(SqlConnection):
                 first = self._raw.ts(require_aware(r.first_at, "first_at"))
                 last = self._raw.ts(require_aware(r.last_at, "last_at"))
                 scope = r.scope_node or ""
+                cur.execute(self._raw.sql(_RAN), (r.job_id, scope, first, last))
+                if cur.fetchone() is not None:
+                    out.append(False)
+                    continue
                 cur.execute(self._raw.sql(_INSERT), (r.job_id, scope, first, last, r.count,
                                                      r.reason, r.node_id, stamp, r.detail))
                 if cur.rowcount == 1:

@@ -35,8 +35,11 @@ class Upkeep(Protocol):
                      ) -> list[bool]:
         """Record planned instants that did not run, in ONE transaction. Written once
         cluster-wide: a run whose ``(job, scope, first_at)`` is already recorded changes
-        nothing, except that a longer run extends it. Per run: whether this call
-        recorded something new (the node that did is the one that notifies)."""
+        nothing, except that a longer run extends it; nor does a run over an instant that
+        has a started (not ``pending``) execution in the same scope (it ran: the skip was
+        decided on a stale view, e.g. by a node cut off while another ran it). Per run:
+        whether this call recorded something new (the node that did is the one that
+        notifies)."""
         ...
 
     # --- notifications (SPEC section 7) ------------------------------------------------

@@ -4,6 +4,8 @@ told had ended."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import time
 
@@ -82,3 +84,30 @@ def test_a_command_the_supervisor_ended_says_so() -> None:
     assert outcome.status is ExecutionStatus.FAILED
     assert outcome.error == ("killed by SIGKILL from the supervisor: this scheduler had no "
                              "heartbeat accepted for more than 0.5s")
+
+
+def test_a_supervisor_frozen_past_its_limit_ends_groups_despite_late_beats() -> None:
+    """The whole node frozen (a paused VM): beats sent as it wakes come too late, the
+    lease may have been taken over meanwhile (the tree-frozen nemesis of tests/chaos)."""
+    sup = Supervisor(0.5)
+    proc = group()
+    try:
+        sup.started(proc.pid)
+        sup.beat()
+        time.sleep(0.2)
+        assert sup.pid is not None
+        os.kill(sup.pid, signal.SIGSTOP)
+        time.sleep(1.0)
+        sup.beat()  # waits in the pipe: the scheduler woke first
+        os.kill(sup.pid, signal.SIGCONT)
+        for _ in range(10):  # and goes on beating
+            time.sleep(0.1)
+            sup.beat()
+        assert proc.poll() == -9
+    finally:
+        if sup.pid is not None:
+            os.kill(sup.pid, signal.SIGCONT)
+        sup.close()
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(5)

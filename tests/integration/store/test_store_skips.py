@@ -82,3 +82,25 @@ def test_node_cursors_are_per_node_and_never_move_back(store: Store) -> None:
     assert store.node_cursors("b") == {"job": T0 - 10 * S}
     assert store.node_cursors("c") == {}
     assert store.job_states()["job"][0] == T0
+
+
+def test_an_instant_that_ran_is_not_recorded_as_skipped(store: Store) -> None:
+    """A node cut off from the database decides an instant another node ran (the
+    frozen-tcp-path and SQLite disk-full nemeses of tests/chaos): its skip is refused."""
+    from test_store_contract import must_insert
+
+    from cronctl.jobs.model import ExecutionStatus
+
+    ran = ExecutionStatus.RUNNING
+    must_insert(store, at=T0 + 2 * S, status=ran)  # single_instance: it ran somewhere
+    must_insert(store, at=T0 + 7 * S, scope="n1", status=ExecutionStatus.SUCCEEDED)
+    must_insert(store, at=T0 + 3 * S)  # pending (a waiter): it may still expire
+    assert store.record_skips([run(T0 + 2 * S), run(T0, 3, reason="misfire", node="n2"),
+                               run(T0 + 7 * S, scope="n1"), run(T0 + 7 * S, scope="n2"),
+                               run(T0 + 3 * S)]) == [False, False, False, True, True]
+    assert {(r.first_at, r.scope_node) for r in store.list_skips()} == {
+        (T0 + 7 * S, "n2"), (T0 + 3 * S, None)}
+    store.record_skips([run(T0 + 8 * S)])
+    must_insert(store, at=T0 + 9 * S, status=ran)
+    assert store.record_skips([run(T0 + 8 * S, 3)]) == [False]  # nor its extension
+    assert [r.count for r in store.list_skips() if r.first_at == T0 + 8 * S] == [1]
