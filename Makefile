@@ -39,7 +39,7 @@ run: $(RUN_STAMP) bytecode
 # Three workers on two cores: most integration tests wait on real processes (four
 # starved the short chaos rounds on a busy machine).
 test: $(DEV_STAMP) bytecode
-	$(BIN)/python -m pytest -n 3 tests
+	$(BIN)/python -m pytest -n 3 --durations=15 tests
 
 # The long fault-injection run (SIGKILLs every 8-15 s, one PostgreSQL restart); make test
 # runs a short round of the same suite.
