@@ -51,7 +51,7 @@ Environment=PYTHONUNBUFFERED=1
 KillSignal=SIGTERM
 KillMode=mixed
 TimeoutStopSec={stop_timeout}
-WatchdogSec=30
+WatchdogSec={watchdog}
 Restart=on-failure
 RestartSec=5
 
@@ -174,6 +174,7 @@ def render_unit(
     database: str | None = None,
     docs: tuple[Path, ...] = (),
     serve: bool = False,
+    watchdog: int = 10,
 ) -> str:
     """The unit file, or :class:`UsageError` for a value it cannot hold (module doc)."""
     argv = [executable] if isinstance(executable, str) else list(executable)
@@ -193,6 +194,7 @@ def render_unit(
         user=_user_line(user),
         workdir=_directory("--config" if config is not None else "WorkingDirectory", workdir),
         stop_timeout=stop_timeout,
+        watchdog=watchdog,
     )
 
 
@@ -225,6 +227,23 @@ def _database(value: str) -> str:
                          "by every user; put the URL in the config file or in "
                          "CRONCTL_DATABASE_URL through an EnvironmentFile= instead")
     return url
+
+
+def _watchdog(options: GlobalOptions) -> int:
+    """``WatchdogSec``: twice the config's ``heartbeat_interval``. A peer takes a silent
+    node's attempts over after three intervals (its lease, SPEC section 4); a scheduler
+    frozen whole (its command supervisor too) misses its watchdog pings first, and systemd
+    kills its control group, commands included, before anyone may run them again."""
+    import math
+
+    from cronctl.config import load_config
+    from cronctl.errors import CronctlError
+
+    try:
+        beat = load_config(options).heartbeat_interval.total_seconds()
+    except CronctlError:
+        beat = 5.0  # (the stop timeout has warned already)
+    return max(2, math.floor(2 * beat))
 
 
 def _stop_timeout(options: GlobalOptions, given: int | None) -> int:
@@ -307,6 +326,7 @@ def register(app: typer.Typer) -> None:
                 # MANPATH): the installed pages themselves, by file name
                 docs=tuple(p for p in map(man_page, MAN_PAGES) if p is not None),
                 serve=serve,
+                watchdog=_watchdog(options),
             ),
             nl=False,
         )

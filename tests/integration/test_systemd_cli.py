@@ -35,6 +35,19 @@ def test_stop_timeout_follows_shutdown_timeout(tmp_path: Path) -> None:
     assert _stop(cli(tmp_path, "systemd-unit").stdout) == "TimeoutStopSec=45"
 
 
+def test_the_watchdog_fires_before_a_peer_may_take_over(tmp_path: Path) -> None:
+    """Issue 22: a scheduler frozen whole (its command supervisor too) must be killed with
+    its control group before its lease (3 x heartbeat_interval) lets a peer run its
+    attempts again: WatchdogSec is 2 x heartbeat_interval."""
+    def watchdog(unit: str) -> str:
+        return next(line for line in unit.splitlines() if line.startswith("WatchdogSec="))
+
+    (tmp_path / "cronctl.toml").write_text("")  # heartbeat_interval 5 s: lease 15 s
+    assert watchdog(cli(tmp_path, "systemd-unit").stdout) == "WatchdogSec=10"
+    (tmp_path / "cronctl.toml").write_text('[scheduler]\nheartbeat_interval = "7s"\n')
+    assert watchdog(cli(tmp_path, "systemd-unit").stdout) == "WatchdogSec=14"
+
+
 def test_the_unit_links_the_installed_man_pages_and_cronctl_man_shows_them(
         tmp_path: Path) -> None:
     """Issue 24: after `pip install` into a venv `man:cronctl(1)` finds nothing (the venv's
