@@ -419,7 +419,9 @@ def test_init_then_validate_then_run(run: Run, tmp_path: Path) -> None:
                     break
             assert any("ready" in line.lower() for line in seen), "".join(seen)
             proc.send_signal(signal.SIGTERM)
-            rc = proc.wait(timeout=20)
+            # init's `slow` job (sleep 120, hourly) may be running at the top of an hour:
+            # a stop lets it finish for shutdown_timeout (30 s), then cancels it
+            rc = proc.wait(timeout=60)
         finally:
             if proc.poll() is None:
                 proc.kill()
