@@ -98,6 +98,21 @@ def single(port: int, runs: int = 7) -> dict[str, Any]:
     return out
 
 
+def cold(port: int, path: str, runs: int = 3) -> list[float]:
+    """``path`` requested ``runs`` times, each after the server's shared data (the jobs,
+    re-read every JOBS_TTL s, and the jobs page's data, shared for PAGE_TTL s) has gone
+    stale: what a lone operator opening the page sees. Milliseconds, sorted."""
+    from cronctl.serve.context import JOBS_TTL, PAGE_TTL
+
+    walls = []
+    for _ in range(runs):
+        time.sleep(max(JOBS_TTL, PAGE_TTL) + 0.5)
+        started = time.perf_counter()
+        _get(port, path)
+        walls.append((time.perf_counter() - started) * 1000)
+    return sorted(walls)
+
+
 def load(port: int, path: str) -> dict[str, Any]:
     """CLIENTS threads, each on its own keep-alive connection, for SECONDS (or until
     MAX_REQUESTS in all)."""
@@ -157,6 +172,9 @@ def main(argv: list[str] | None = None) -> None:
                       f"{result['median_ms']:>8.1f} ms median "
                       f"{result['max_ms']:>8.1f} ms max  ({result['status']}, "
                       f"{result['bytes']} bytes)")
+            walls = cold(port, "/")
+            print(f"    GET / with nothing shared (jobs and page data stale), {len(walls)} runs: "
+                  f"median {walls[len(walls) // 2]:.1f} ms, max {walls[-1]:.1f} ms")
             if "pages" in wanted:
                 return
             for name, path in TARGETS.items():
