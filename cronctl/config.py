@@ -97,6 +97,21 @@ class Config:
         return redact_url(self.database)
 
     @property
+    def state_dir(self) -> Path:
+        """Where cronctl keeps files of its own beside the database: ``$STATE_DIRECTORY``
+        (systemd), else the SQLite database's directory, else ``~/.cache/cronctl``."""
+        first = _state_directory()
+        if first:
+            return Path(first)
+        if kind_of(self.database) == "sqlite":
+            from cronctl.store.urls import sqlite_path
+
+            path = sqlite_path(self.database)
+            if path:
+                return Path(path).absolute().parent
+        return Path.home() / ".cache" / "cronctl"
+
+    @property
     def job_settings(self) -> JobSettings:
         """What :func:`cronctl.jobs.load_jobs` needs of this configuration."""
         return JobSettings(
@@ -261,10 +276,13 @@ def redact_url(url: str) -> str:
     return redact(url)
 
 
-def _default_database() -> str:
-    state = os.environ.get("STATE_DIRECTORY", "")
+def _state_directory() -> str:
     # systemd may pass several directories separated by ':'; the first is ours.
-    first = state.split(":")[0] if state else ""
+    return os.environ.get("STATE_DIRECTORY", "").split(":")[0]
+
+
+def _default_database() -> str:
+    first = _state_directory()
     base = Path(first) if first else Path.cwd()
     return f"sqlite:///{(base / 'cronctl.db').absolute()}"
 

@@ -97,7 +97,7 @@ def list_jobs(
     fire and last status."""
     options = global_options(ctx)
     now = datetime.now(UTC)
-    checked = check_all(options, now=now)
+    checked = check_all(options, now=now, cached=True)
     if checked.violations:
         for violation in checked.violations:
             typer.echo(str(violation), err=True)

@@ -45,13 +45,23 @@ class Checked:
     warnings: tuple[Violation, ...]
 
 
-def check_all(options: GlobalOptions, now: datetime | None = None) -> Checked:
-    """Read ``cronctl.toml`` and load every job; the file's problems come first."""
+def check_all(options: GlobalOptions, now: datetime | None = None, *,
+              cached: bool = False) -> Checked:
+    """Read ``cronctl.toml`` and load every job; the file's problems come first.
+    ``cached``: the set may come from :mod:`cronctl.jobs.setcache` (commands that only
+    show it, such as ``list``; never ``validate`` or ``run``)."""
     from cronctl.config import read_config
     from cronctl.jobs.loader import load_jobs
 
     read = read_config(options)
-    result = load_jobs(read.config.job_settings, now=now)
+    settings = read.config.job_settings
+    if cached and not read.violations:
+        from cronctl.jobs.setcache import cached_load
+
+        result = cached_load(settings, read.config.path, read.config.state_dir,
+                             lambda: load_jobs(settings, now=now))
+    else:
+        result = load_jobs(settings, now=now)
     return Checked(
         config=read.config,
         result=result,

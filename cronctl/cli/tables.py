@@ -220,11 +220,16 @@ def layout(table: Table, width: int | None) -> Layout:
     depth = max((len(c) for row in table.rows for c in row.cells if not isinstance(c, str)),
                 default=1)
 
-    naturals = [[max([text_width(column.header),
-                      *(text_width(_form(row.cells[index], form)) for row in table.rows)])
-                 for index, column in enumerate(table.columns)] for form in range(depth)]
+    # Each form's widths when first asked for: a table shown in full (a pipe, --wide)
+    # needs only the first form, and 100,000 rows make every pass over them count.
+    naturals: dict[int, list[int]] = {}
 
     def natural(index: int, form: int) -> int:
+        if form not in naturals:
+            naturals[form] = [
+                max([text_width(column.header),
+                     *(text_width(_form(row.cells[i], form)) for row in table.rows)])
+                for i, column in enumerate(table.columns)]
         return naturals[form][index]
 
     def floor(index: int, form: int) -> int:
@@ -356,7 +361,18 @@ def _crop(segments: Sequence[Segment], width: int) -> list[Segment]:
 def plain(table: Table, indent: str = "") -> list[str]:
     """Every column, every cell in full, aligned with two spaces; for pipes and files."""
     full = layout(table, None)
-    return ["".join(text for text, _ in line) for line in lines(table, full, None, indent)]
+    # What :func:`lines` gives without a width, joined, done in one pass: no cell is
+    # shortened (each column is as wide as its widest cell), so each is only padded.
+    last = len(full.shown) - 1
+
+    def line(texts: Sequence[str]) -> str:
+        padded = [text if k == last else text + " " * (full.widths[k] - text_width(text))
+                  for k, text in enumerate(texts)]
+        return (indent + SEPARATOR.join(padded)).rstrip()
+
+    out = [line([table.columns[i].header for i in full.shown])]
+    out.extend(line([_form(row.cells[i], 0) for i in full.shown]) for row in table.rows)
+    return out
 
 
 # --- output ----------------------------------------------------------------------------
@@ -381,8 +397,7 @@ class Output:
 
     def table(self, table: Table, indent: str = "") -> None:
         if not self.terminal:
-            for text in plain(table, indent):
-                typer.echo(text)
+            typer.echo("\n".join(plain(table, indent)))
             return
         fitted = layout(table, None if self.width is None else self.width - len(indent))
         for segments in lines(table, fitted, self.width, indent):

@@ -225,3 +225,29 @@ def test_ids_are_shortened_in_the_middle_so_similar_ones_stay_apart() -> None:
 def plain_lines(table: Table, width: int) -> list[str]:
     return ["".join(text for text, _ in line) for line in lines(table, layout(table, width),
                                                                  width)]
+
+
+def test_plain_is_the_full_layout_joined_for_any_cells() -> None:
+    """``plain`` (pipes, files) pads in one pass; it must print exactly what the styled
+    lines of the full layout say, whatever the cells (wide, combining, blank, forms)."""
+    import random
+
+    from cronctl.cli.tables import Column, Row, Table, layout, lines, plain
+
+    rnd = random.Random(7)
+    pieces = ["a", "b", " ", "é", "漢", "\t", "x y", "", "-", "\u0301"]
+    for _ in range(2000):
+        count = rnd.randint(1, 5)
+        columns = tuple(Column(f"H{i}" + rnd.choice(["", " ", "漢"]),
+                               shrink=rnd.random() < 0.5) for i in range(count))
+        rows = []
+        for _ in range(rnd.randint(0, 6)):
+            cells: list[str | tuple[str, ...]] = []
+            for _ in range(count):
+                text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 5)))
+                cells.append(text if rnd.random() < 0.6 else (text, text[:2]))
+            rows.append(Row(tuple(cells)))
+        table = Table(columns, tuple(rows))
+        for indent in ("", "  "):
+            styled = lines(table, layout(table, None), None, indent)
+            assert plain(table, indent) == ["".join(t for t, _ in line) for line in styled]
