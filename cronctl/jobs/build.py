@@ -20,8 +20,13 @@ from cronctl.jobs import checks, sandbox
 from cronctl.jobs.calendar import Calendar
 from cronctl.jobs.convert import JOB_KEYS, SIMPLE, BadValue, to_command, to_text
 from cronctl.jobs.model import (
+    DEFAULT_AFTER_TIMEOUT,
+    DEFAULT_KILL_TIMEOUT,
+    DEFAULT_MISFIRE_THRESHOLD,
     DEFAULT_OUTPUT_LIMIT,
+    DEFAULT_RETRY_BACKOFF,
     EPOCH,
+    NO_JITTER,
     CommandTarget,
     DstFold,
     DstGap,
@@ -101,7 +106,7 @@ def _retry_problem(conv: Mapping[str, Any], values: Mapping[str, Any]
     if "max_attempts" not in values and "retry_backoff" not in values:
         return None
     attempts: int = conv.get("max_attempts", 3)
-    backoff: timedelta = conv.get("retry_backoff", timedelta(seconds=10))
+    backoff: timedelta = conv.get("retry_backoff", DEFAULT_RETRY_BACKOFF)
     if attempts < 2 or backoff.total_seconds() * 2.0 ** (attempts - 2) <= MAX_SECONDS:
         return None
     fits = 2
@@ -287,14 +292,14 @@ def build_job(raw: RawJob, ctx: BuildContext) -> BuildResult:
         overlap_policy=overlap,
         serial_group=conv.get("serial_group"),
         misfire_policy=misfire,
-        misfire_threshold=conv.get("misfire_threshold", timedelta(seconds=60)),
+        misfire_threshold=conv.get("misfire_threshold", DEFAULT_MISFIRE_THRESHOLD),
         catchup_limit=conv.get("catchup_limit", 100),
         max_attempts=conv.get("max_attempts", 3),
-        retry_backoff=conv.get("retry_backoff", timedelta(seconds=10)),
+        retry_backoff=conv.get("retry_backoff", DEFAULT_RETRY_BACKOFF),
         timeout=timeout,
-        kill_timeout=conv.get("kill_timeout", timedelta(seconds=10)),
+        kill_timeout=conv.get("kill_timeout", DEFAULT_KILL_TIMEOUT),
         tracked=conv.get("tracked", ctx.tracked_default),
-        jitter=conv.get("jitter", timedelta(0)),
+        jitter=conv.get("jitter", NO_JITTER),
         parameters=conv.get("parameters", {}),
         payload=conv.get("payload"),
         description=conv.get("description"),
@@ -306,7 +311,7 @@ def build_job(raw: RawJob, ctx: BuildContext) -> BuildResult:
         notify=notify,
         calendars=calendars,
         after=conv.get("after", ()),
-        after_timeout=conv.get("after_timeout", timedelta(hours=24)),
+        after_timeout=conv.get("after_timeout", DEFAULT_AFTER_TIMEOUT),
         source=raw.source,
     )
     return result
