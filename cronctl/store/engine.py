@@ -13,10 +13,10 @@ from sqlalchemy import event, exc
 from sqlalchemy.engine import Engine
 
 from cronctl.errors import StoreError, first_line
+from cronctl.store.pgsession import session_args
 from cronctl.store.urls import database_error, kind_of, redact
 
 SQLITE_BUSY_TIMEOUT_MS = 5000
-PG_CONNECT_TIMEOUT_S = 5
 
 
 def normalize_url(url: str) -> str:
@@ -45,8 +45,16 @@ def make_engine(url: str) -> Engine:
     return sa.create_engine(
         parsed,
         pool_pre_ping=True,
-        connect_args={"connect_timeout": PG_CONNECT_TIMEOUT_S, "application_name": "cronctl"},
+        connect_args=session_args("cronctl", user_options(parsed)),
     )
+
+
+def user_options(parsed: sa.engine.URL) -> str | None:
+    """The ``options`` parameter written in the URL, if any (kept after cronctl's)."""
+    value = parsed.query.get("options")
+    if isinstance(value, tuple):
+        return " ".join(value) or None
+    return value or None
 
 
 def _sqlite_engine(parsed: sa.engine.URL) -> Engine:
@@ -133,4 +141,5 @@ def translated(url: str) -> Iterator[None]:
         raise translate(error, url) from None
 
 
-__all__ = ["make_engine", "normalize_url", "translate", "translated", "writer"]
+__all__ = ["make_engine", "normalize_url", "translate", "translated", "user_options",
+           "writer"]

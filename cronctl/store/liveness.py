@@ -32,7 +32,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from cronctl.store.engine import PG_CONNECT_TIMEOUT_S, translated
+from cronctl.store.engine import translated, user_options
+from cronctl.store.pgsession import session_args
 from cronctl.store.reads import (
     LOCK_GRACE,
     PG_HELD,
@@ -141,8 +142,7 @@ def lock_engine(url: sa.engine.URL) -> Engine:
     """The engine of the node lock sessions: no pool, autocommit."""
     return sa.create_engine(
         url, poolclass=sa.pool.NullPool, isolation_level="AUTOCOMMIT",
-        connect_args={"connect_timeout": PG_CONNECT_TIMEOUT_S,
-                      "application_name": "cronctl-node"})
+        connect_args=session_args("cronctl-node", user_options(url)))
 
 
 __all__ = ["BEAT_INTERVAL", "LOCK_GRACE", "NodeLock", "PG_RELEASE_STALE",

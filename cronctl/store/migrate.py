@@ -91,6 +91,9 @@ def upgrade(engine: Engine, url: str) -> UpgradeResult:
     written."""
     with translated(url), writer(engine).connect() as conn, conn.begin():
         if conn.dialect.name == "postgresql":
+            # A migration may wait for another node's and build indexes on a large table:
+            # the sessions' statement_timeout (cronctl.store.pgsession) does not apply.
+            conn.exec_driver_sql("SET LOCAL statement_timeout = 0")
             conn.execute(sa.select(sa.func.pg_advisory_xact_lock(PG_MIGRATION_LOCK)))
         before = current_revision(conn)
         check_known(url, before)

@@ -24,6 +24,7 @@ from typing import Any, Protocol, TypeVar
 from cronctl.errors import first_line
 from cronctl.jobs.model import ExecutionStatus
 from cronctl.store.base import Reads
+from cronctl.store.pgsession import session_args
 from cronctl.store.reads import ReadQueries
 from cronctl.store.records import (
     DeliveryFailures,
@@ -37,7 +38,6 @@ from cronctl.store.schema import HEAD
 from cronctl.store.urls import database_error, kind_of, sqlite_path
 
 SQLITE_TIMEOUT_S = 5.0  # = cronctl.store.engine.SQLITE_BUSY_TIMEOUT_MS
-PG_CONNECT_TIMEOUT_S = 5  # = cronctl.store.engine.PG_CONNECT_TIMEOUT_S
 _T = TypeVar("_T")
 
 
@@ -180,11 +180,13 @@ def _open_postgres(url: str) -> DbReader | None:
     if not sep or scheme.lower() not in ("postgresql", "postgres", "postgresql+psycopg"):
         return None  # another driver named in the URL: the full store decides
     import psycopg
+    from psycopg.conninfo import conninfo_to_dict
 
     errors = (psycopg.Error,)
+    conninfo = f"postgresql://{rest}"
     try:
-        conn = psycopg.connect(f"postgresql://{rest}", autocommit=True,
-                               connect_timeout=PG_CONNECT_TIMEOUT_S, application_name="cronctl")
+        mine = session_args("cronctl", str(conninfo_to_dict(conninfo).get("options") or ""))
+        conn = psycopg.connect(conninfo, autocommit=True, **mine)  # type: ignore[arg-type]
     except psycopg.OperationalError as error:
         raise database_error(first_line(error), url, transient=True) from None
     except psycopg.Error:

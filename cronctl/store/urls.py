@@ -107,6 +107,17 @@ def database_error(detail: str, url: str, *, transient: bool) -> StoreError:
         )
     if "database" in low and "does not exist" in low:
         return StoreError(f"database {where} does not exist ({detail}): create it first")
+    if "database or disk is full" in low or "no space left" in low or "disk full" in low:
+        # Transient: cronctl keeps running and retries; it works again once there is room.
+        return StoreUnavailable(
+            f"database {where}: the disk is full ({detail}): free space on its file system; "
+            "cronctl retries and goes on when there is room"
+        )
+    if "statement timeout" in low:
+        return StoreUnavailable(
+            f"database {where} did not answer in time ({detail}): the server is overloaded "
+            "or a lock is held; cronctl retries"
+        )
     if transient:
         return StoreUnavailable(
             f"cannot reach database {where} ({detail}): check that the server is running "

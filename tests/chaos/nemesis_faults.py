@@ -152,3 +152,50 @@ class SmallDisk:
     def close(self) -> None:
         subprocess.run(["umount", "-l", str(self.path)], check=False, capture_output=True,
                        timeout=10)
+
+
+class NetworkHost:
+    """A network namespace of its own, linked to this host by a veth pair: a node started
+    under :attr:`prefix` reaches this host (and the private PostgreSQL server listening on
+    every address) at :attr:`gateway` only, as a separate host would. :meth:`silence`
+    adds a blackhole route in the namespace: packets towards the server are dropped
+    without an error, so the node's TCP connections see nothing at all (a frozen switch or
+    a firewall that forgot the connection), unlike a proxy, whose kernel still
+    acknowledges. :meth:`restore` removes the route."""
+
+    def __init__(self, index: int) -> None:
+        tag = f"{os.getpid() % 100000}{index}"
+        self.name = f"cronctl-sp{tag}"
+        self._host_if, ns_if = f"csh{tag}", f"csn{tag}"
+        net = f"10.{200 + index}.{os.getpid() % 250}"
+        self.gateway, self._address = f"{net}.1", f"{net}.2"
+        self.prefix = ["ip", "netns", "exec", self.name]
+        self._ip("netns", "add", self.name)
+        try:
+            self._ip("link", "add", self._host_if, "type", "veth", "peer", "name", ns_if)
+            self._ip("link", "set", ns_if, "netns", self.name)
+            self._ip("addr", "add", f"{self.gateway}/24", "dev", self._host_if)
+            self._ip("link", "set", self._host_if, "up")
+            self._ip("-n", self.name, "addr", "add", f"{self._address}/24", "dev", ns_if)
+            self._ip("-n", self.name, "link", "set", ns_if, "up")
+            self._ip("-n", self.name, "link", "set", "lo", "up")
+        except subprocess.CalledProcessError:
+            self.close()
+            raise
+
+    @staticmethod
+    def _ip(*args: str) -> None:
+        subprocess.run(["ip", *args], check=True, capture_output=True, timeout=10)
+
+    def silence(self) -> None:
+        self._ip("-n", self.name, "route", "add", "blackhole", f"{self.gateway}/32")
+
+    def restore(self) -> None:
+        with contextlib.suppress(subprocess.CalledProcessError):
+            self._ip("-n", self.name, "route", "del", "blackhole", f"{self.gateway}/32")
+
+    def close(self) -> None:
+        with contextlib.suppress(subprocess.CalledProcessError):
+            self._ip("link", "del", self._host_if)
+        with contextlib.suppress(subprocess.CalledProcessError):
+            self._ip("netns", "del", self.name)

@@ -120,6 +120,8 @@ class Cluster:
     url: str
     namespaces: bool
     nodes: dict[str, Node] = field(default_factory=dict)
+    # argv put before a node's command (e.g. ``ip netns exec NAME``: a network of its own)
+    prefixes: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def log(self) -> Path:
@@ -157,6 +159,7 @@ class Cluster:
                       f'hostname "nemesis-{name}" && "$@"')
             argv = ["unshare", "--pid", "--fork", "--mount", "--uts", "--mount-proc",
                     "--kill-child", "sh", "-c", script, "sh", *argv]
+        argv = [*self.prefixes.get(name, []), *argv]
         with (self.root / f"{name}.{node.starts}.log").open("w") as log:
             node.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log,
                                          env=self.env(name), cwd=self.root,

@@ -33,7 +33,11 @@ class PrivatePostgres:
     """``start()``, ``restart()``, ``stop()``; ``url`` for cronctl. As root the server runs
     as the ``postgres`` system user (PostgreSQL refuses to run as root)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, trust_net: str | None = None) -> None:
+        """``trust_net`` (e.g. ``10.0.0.0/8``): the server listens on every address, and
+        clients from that network log in without a password (test networks a test makes
+        itself, such as a node in a network namespace of its own)."""
+        self.trust_net = trust_net
         bindir = _bindir()
         if bindir is None:
             raise RuntimeError("PostgreSQL server binaries (initdb) are not installed")
@@ -61,12 +65,16 @@ class PrivatePostgres:
             shutil.chown(self.sockets, "postgres")
         self._run(str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres",
                   "--auth=trust", "-E", "UTF8")
+        if self.trust_net:
+            with (self.data / "pg_hba.conf").open("a") as hba:
+                hba.write(f"host all all {self.trust_net} trust\n")
         self._ctl("start")
         self._run(str(self.bin / "createdb"), "-h", "127.0.0.1", "-p", str(self.port),
                   "-U", "postgres", "chaos")
 
     def _ctl(self, action: str) -> None:
-        opts = f"-p {self.port} -k {self.sockets} -c listen_addresses=127.0.0.1 -c fsync=off"
+        listen = "*" if self.trust_net else "127.0.0.1"
+        opts = f"-p {self.port} -k {self.sockets} -c listen_addresses={listen} -c fsync=off"
         self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-w", "-t", "60",
                   "-m", "fast", "-o", opts, "-l", str(self.root / "server.log"), action)
 

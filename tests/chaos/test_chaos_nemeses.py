@@ -39,7 +39,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from nemesis_faults import FreezableProxy, SmallDisk, client_ports, terminate_sessions
+from nemesis_faults import (
+    FreezableProxy,
+    NetworkHost,
+    SmallDisk,
+    client_ports,
+    terminate_sessions,
+)
 from nemesis_harness import Cluster, audit, check, fresh_solo, namespaces_work, running_solo, tree
 from private_pg import PrivatePostgres
 
@@ -53,6 +59,7 @@ ROUND = SECONDS if SECONDS >= 60 else min(SECONDS, 10.0)
 NODES = ("n1", "n2", "n3")
 FROZEN = 6.0  # seconds a node stays frozen: past its lease (ttl 3 s with heartbeats of 1 s)
 PATH_FROZEN = 30.0  # seconds the proxy forwards nothing
+PATH_SILENT = 15.0  # seconds a node's packets to the server are dropped (past its lease)
 DISK_FULL = 8.0  # seconds the SQLite disk stays full
 
 Nemesis = Callable[[Cluster, Store], dict[str, Any]]
@@ -71,7 +78,8 @@ class PrivateDatabase:
 @pytest.fixture(scope="module")
 def private_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivatePostgres]:
     try:
-        server = PrivatePostgres(tmp_path_factory.mktemp("pg"))
+        # nodes in network namespaces of their own reach it from 10.x (NetworkHost)
+        server = PrivatePostgres(tmp_path_factory.mktemp("pg"), trust_net="10.0.0.0/8")
     except RuntimeError as exc:
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
             pytest.fail(f"PostgreSQL server binaries required in CI: {exc}")
@@ -100,11 +108,13 @@ def private_pg(private_server: PrivatePostgres, request: pytest.FixtureRequest
 
 
 def run_round(root: Path, url: str, nemesis: Nemesis, *, seconds: float = ROUND,
-              namespaces: bool | None = None, urls: dict[str, str] | None = None
-              ) -> dict[str, Any]:
-    """Start the nodes (``urls`` overrides the database URL of some), apply ``nemesis``
-    until ``seconds`` passed, let the cluster settle, stop it cleanly, audit."""
-    cluster = Cluster(root, url, namespaces_work() if namespaces is None else namespaces)
+              namespaces: bool | None = None, urls: dict[str, str] | None = None,
+              prefixes: dict[str, list[str]] | None = None) -> dict[str, Any]:
+    """Start the nodes (``urls`` overrides the database URL of some, ``prefixes`` is put
+    before the command of some), apply ``nemesis`` until ``seconds`` passed, let the
+    cluster settle, stop it cleanly, audit."""
+    cluster = Cluster(root, url, namespaces_work() if namespaces is None else namespaces,
+                      prefixes=prefixes or {})
     cluster.setup(NODES, urls or {})
     for name in NODES:
         cluster.start(name)
@@ -268,6 +278,79 @@ def test_nemesis_frozen_tcp_path(tmp_path: Path, private_pg: PrivateDatabase) ->
     _report(figures, tmp_path, "frozen-tcp-path")
     check(figures)
     assert figures["lost"] > 0, figures  # the silent node's attempt was taken over
+
+
+def _network_hosts() -> list[NetworkHost]:
+    """One network namespace per node, or a skip (a failure in CI) naming why not."""
+    hosts: list[NetworkHost] = []
+    try:
+        if os.geteuid() != 0:
+            raise PermissionError("network namespaces need root")
+        for i, _ in enumerate(NODES):
+            hosts.append(NetworkHost(i))
+    except (OSError, subprocess.SubprocessError) as exc:
+        for host in hosts:
+            host.close()
+        detail = getattr(exc, "stderr", b"") or b""
+        reason = f"cannot make a network namespace here: {exc} {detail!r}"
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return hosts
+
+
+def _first_after(cluster: Cluster, name: str, needle: str, seen: int, timeout: float
+                 ) -> float | None:
+    """Seconds until the node's log holds more than ``seen`` lines with ``needle``."""
+    began = time.monotonic()
+    while time.monotonic() - began < timeout:
+        if cluster.text(name).count(needle) > seen:
+            return round(time.monotonic() - began, 2)
+        time.sleep(0.1)
+    return None
+
+
+def test_nemesis_silent_network_path(tmp_path: Path, private_pg: PrivateDatabase) -> None:
+    """Every node runs in a network namespace of its own; the packets of a node running a
+    single_instance command to the server are dropped (a blackhole route: no error, no
+    reset, nothing acknowledged) past its lease, then flow again. The node notices within
+    cronctl's PostgreSQL timeouts (statement, keepalive, TCP user timeout: below the
+    lease), says "store unreachable" at once instead of hanging, and is back within ~2 s
+    of the path's return (the probe's backoff is capped near the heartbeat)."""
+    hosts = dict(zip(NODES, _network_hosts(), strict=True))
+    urls = {name: private_pg.url.replace("@127.0.0.1:", f"@{host.gateway}:")
+            for name, host in hosts.items()}
+    prefixes = {name: host.prefix for name, host in hosts.items()}
+
+    def silence(cluster: Cluster, store: Store) -> dict[str, Any]:
+        victim = fresh_solo(cluster.log, timeout=15) or "n1"
+        down = cluster.text(victim).count("store unreachable")
+        back = cluster.text(victim).count("store reachable again")
+        hosts[victim].silence()
+        try:
+            noticed = _first_after(cluster, victim, "store unreachable", down, PATH_SILENT)
+            time.sleep(max(0.0, PATH_SILENT - (noticed or PATH_SILENT)))
+        finally:
+            hosts[victim].restore()
+        returned = _first_after(cluster, victim, "store reachable again", back, 20)
+        time.sleep(2)
+        return {"victim": victim, "silent_s": PATH_SILENT, "noticed_after_s": noticed,
+                "back_after_s": returned}
+
+    try:
+        figures = run_round(tmp_path / "run", private_pg.url, silence, urls=urls,
+                            prefixes=prefixes)
+    finally:
+        for host in hosts.values():
+            host.close()
+    _report(figures, tmp_path, "silent-network-path")
+    check(figures)
+    for fault in figures["fault_log"]:
+        # noticed below the lease's order (tcp_user_timeout 8 s, statement_timeout 10 s),
+        # not after TCP's ~15 minutes of retransmissions
+        assert fault["noticed_after_s"] is not None, figures
+        assert fault["noticed_after_s"] <= 12, figures
+        assert fault["back_after_s"] is not None and fault["back_after_s"] <= 8, figures
 
 
 def test_nemesis_sqlite_disk_full(tmp_path: Path) -> None:
