@@ -14,9 +14,10 @@ from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 
 from cronctl import processes
+from cronctl.errors import StoreError
 from cronctl.runtime.health import DatabaseHealth
 from cronctl.runtime.inbox import Cancel, Paused, Post, Trigger
-from cronctl.store.base import Store
+from cronctl.store.base import Store, StoreUnavailable
 
 log = logging.getLogger("cronctl.runtime")
 
@@ -26,8 +27,9 @@ class StorePolls:
 
     def __init__(self, store: Store, *, node_id: str, ttl: timedelta,
                  clock: Callable[[], datetime], post: Post, health: DatabaseHealth,
-                 flush: Callable[[], None]) -> None:
+                 flush: Callable[[], None], halt: Callable[[str], None]) -> None:
         self.store = store
+        self.halt = halt  # this node must stop acting (its database is not the one it had)
         self.node_id = node_id
         self.ttl = ttl
         self.clock = clock
@@ -67,6 +69,11 @@ class StorePolls:
     def heartbeat(self) -> None:
         """On the liveness thread; a row that is gone (or taken over after this node was
         judged dead) is registered again."""
+        gone = self.store.file_replaced()
+        if gone is not None:
+            self.halt(f"{gone}: its state now lives on only in this process, and a node "
+                      "started now would create a new database beside it")
+            return
         now = self.clock()
         if not self.store.heartbeat(self.node_id, now, host=self.host, pid=os.getpid()):
             log.warning("node %s was no longer registered (judged dead?); registering again",
@@ -76,10 +83,24 @@ class StorePolls:
     def probe(self) -> None:
         """Is the store back? Write what waited for it: the heartbeat, cursors of fires
         confirmed before the outage, final statuses of executions that ended during it."""
+        self.check_schema()  # another cronctl may have upgraded it during the outage
         now = self.clock()
         if not self.store.heartbeat(self.node_id, now, host=self.host, pid=os.getpid()):
             self.register(now)
         self._flush()
+
+    def check_schema(self) -> bool:
+        """False (and the node halted) when the database moved to another schema revision:
+        this cronctl must not write rows a newer one reads otherwise. A store that cannot
+        be reached raises :class:`StoreUnavailable` (the outage's probe retries)."""
+        try:
+            self.store.check_schema()
+        except StoreUnavailable:
+            raise
+        except StoreError as exc:
+            self.halt(str(exc))
+            return False
+        return True
 
     def while_up(self, fn: Callable[[], object]) -> Callable[[], None]:
         """``fn``, skipped while the store is unreachable (the probe alone tries it)."""

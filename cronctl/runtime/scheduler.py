@@ -112,7 +112,7 @@ class Scheduler:
                              mono=self.mono)
         self.polls = StorePolls(store, node_id=config.node_id, ttl=self._ttl, clock=self.clock,
                                 post=self._inbox.put, health=self.health,
-                                flush=self._flush_waiting)
+                                flush=self._flush_waiting, halt=self.halt)
         self.polls.jobs_are(j.id for j in self._jobs)
         self.upstream = Upstream(store, node_id=config.node_id, clock=self.clock,
                                  jobs=lambda: self._jobs, ttl=self._ttl,  # section 8
@@ -138,6 +138,7 @@ class Scheduler:
         self._stopping = False
         self._stopped = False
         self._skew_logged = False
+        self.halted: str | None = None  # why this node stopped acting (see halt)
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -214,6 +215,13 @@ class Scheduler:
         self.watch.close()
         self._unregister()
         log.info("stopped node=%s", self.config.node_id)
+
+    def halt(self, why: str) -> None:
+        """Stop acting at once, from any thread (the database is not the one it had)."""
+        if self.halted is None:
+            self.halted = why
+            log.error("%s; node %s stops acting", why, self.config.node_id)
+            self._inbox.put(Stop(None))
 
     def reload(self, jobs: Sequence[JobDefinition]) -> None:
         """Swap the job set (waits until the scheduler thread applied it)."""

@@ -8,6 +8,7 @@ current one; the caller has logged why). An application embedding cronctl can us
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import signal
@@ -16,11 +17,12 @@ from collections.abc import Callable, Sequence
 from types import FrameType
 
 from cronctl.config import Config
+from cronctl.errors import StoreError
 from cronctl.heap import collector_paused
 from cronctl.jobs.model import JobDefinition
 from cronctl.runtime.observers import serving
 from cronctl.runtime.scheduler import Scheduler
-from cronctl.store.base import Store
+from cronctl.store.base import Store, StoreUnavailable
 
 log = logging.getLogger("cronctl.runtime")
 Reloader = Callable[[], Sequence[JobDefinition] | None]
@@ -58,12 +60,15 @@ def run_until_signalled(scheduler: Scheduler, reload: Reloader) -> None:
         scheduler.start()
     settle_heap()
     try:
-        while not stop_requested:
+        while not stop_requested and scheduler.halted is None:
             wake.wait(1.0)
             wake.clear()
             while reload_requested and not stop_requested:
                 reload_requested.clear()
                 log.info("SIGHUP: reloading jobs")
+                with contextlib.suppress(StoreUnavailable):  # (the outage's probe checks)
+                    if not scheduler.polls.check_schema():
+                        break
                 try:
                     jobs = reload()
                 except Exception as exc:  # (a bug in loading must not stop the service)
@@ -72,9 +77,12 @@ def run_until_signalled(scheduler: Scheduler, reload: Reloader) -> None:
                 if jobs is not None:
                     scheduler.reload(jobs)
                     settle_heap(again=True)
-        log.info("received %s; stopping", signal.Signals(stop_requested[0]).name)
+        if scheduler.halted is None:
+            log.info("received %s; stopping", signal.Signals(stop_requested[0]).name)
     finally:
         scheduler.stop()
+    if scheduler.halted is not None:
+        raise StoreError(f"stopped: {scheduler.halted}")
 
 
 def settle_heap(*, again: bool = False) -> None:

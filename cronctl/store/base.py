@@ -307,6 +307,17 @@ class Liveness(Protocol):
 
     def get_node(self, node_id: str) -> NodeRecord | None: ...
 
+    def file_replaced(self) -> str | None:
+        """SQLite: why the file at the database's path is no longer the one this store
+        opened (deleted or replaced: see :mod:`cronctl.store.sqlitefile`); ``None`` when it
+        still is, and always on PostgreSQL. A stat, no query: called on each heartbeat."""
+        ...
+
+    def check_schema(self) -> None:
+        """Raise :class:`SchemaMismatch` unless the database is still at this cronctl's
+        schema head (another cronctl may have upgraded it meanwhile)."""
+        ...
+
     def dead_nodes(self, now: datetime, ttl: timedelta) -> list[NodeRecord]:
         """Nodes judged dead, by node id: on PostgreSQL, whose lock is free (and whose
         heartbeat is older than a short grace, by the server's clock) or whose heartbeat is

@@ -14,7 +14,8 @@ from sqlalchemy.engine import Engine
 
 from cronctl.errors import StoreError, first_line
 from cronctl.store.pgsession import session_args
-from cronctl.store.urls import database_error, kind_of, redact
+from cronctl.store.sqlitefile import refuse_if_held_deleted
+from cronctl.store.urls import database_error, kind_of, redact, sqlite_path
 
 SQLITE_BUSY_TIMEOUT_MS = 5000
 
@@ -41,6 +42,9 @@ def make_engine(url: str) -> Engine:
     except exc.ArgumentError:
         raise StoreError(f"cannot parse database URL {redact(url)!r}") from None
     if kind == "sqlite":
+        path = sqlite_path(url)
+        if path is not None and (why := refuse_if_held_deleted(path)):
+            raise StoreError(why)  # (a connection would create the file)
         return _sqlite_engine(parsed)
     return sa.create_engine(
         parsed,

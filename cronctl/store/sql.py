@@ -26,13 +26,17 @@ from cronctl.store.engine import make_engine, normalize_url
 from cronctl.store.executions import Executions
 from cronctl.store.locks import GuardLocks
 from cronctl.store.logs import JobLogs
-from cronctl.store.migrate import ensure_schema
+from cronctl.store.migrate import check_known, current_revision, ensure_schema
 from cronctl.store.nodes import Nodes
 from cronctl.store.notices import Notices
+from cronctl.store.records import SchemaMismatch
 from cronctl.store.retention import Retention
 from cronctl.store.schedules import Schedules
+from cronctl.store.schema import HEAD
 from cronctl.store.skips import SkipLedger
+from cronctl.store.sqlitefile import FileId, file_id, replaced
 from cronctl.store.triggers import TriggerRequests
+from cronctl.store.urls import kind_of, sqlite_path
 
 
 class SqlStore(Schedules, Executions, GuardLocks, JobLogs, TriggerRequests, Nodes,
@@ -42,17 +46,35 @@ class SqlStore(Schedules, Executions, GuardLocks, JobLogs, TriggerRequests, Node
     def __init__(self, engine: Engine, url: str, *, node_id: str = "") -> None:
         super().__init__(engine, url, node_id=node_id)
         self._private: Path | None = None
+        self._file: tuple[str, FileId | None] | None = None  # SQLite: the file opened
 
     @classmethod
     def open(cls, url: str, *, node_id: str = "", auto_migrate: bool = True) -> SqlStore:
         url = normalize_url(url)
+        path = sqlite_path(url) if kind_of(url) == "sqlite" else None
         engine = make_engine(url)
         try:
             ensure_schema(engine, url, auto_migrate=auto_migrate)
         except BaseException:
             engine.dispose()
             raise
-        return cls(engine, url, node_id=node_id)
+        store = cls(engine, url, node_id=node_id)
+        if path is not None:
+            store._file = (path, file_id(path))
+        return store
+
+    def file_replaced(self) -> str | None:
+        if self._file is None or self._file[1] is None:
+            return None
+        return replaced(*self._file)  # type: ignore[arg-type]
+
+    def check_schema(self) -> None:
+        with self._read() as conn:
+            revision = current_revision(conn)
+        check_known(self._url, revision)
+        if revision != HEAD:
+            raise SchemaMismatch(f"database {self.display_url} is at revision {revision}, "
+                                 f"this cronctl runs on {HEAD}: run `cronctl db upgrade`")
 
     @classmethod
     def open_private(cls, *, node_id: str = "") -> SqlStore:
