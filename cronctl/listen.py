@@ -47,6 +47,16 @@ def _port(text: str) -> int:
     return int(text)
 
 
+def is_loopback(host: str | None) -> bool:
+    """Whether ``host`` (an address, or ``localhost``) is reachable from this host only."""
+    if host is None:
+        return False
+    try:
+        return ipaddress.ip_address(host.split("%", 1)[0]).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
 def format_listen(listen: tuple[str, int]) -> str:
     host, port = listen
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

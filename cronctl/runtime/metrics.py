@@ -18,6 +18,7 @@ import json
 import logging
 import socket
 import socketserver
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -33,8 +34,9 @@ from prometheus_client.registry import Collector
 from cronctl.config import format_listen
 from cronctl.core import CloseInterrupted, JobState, Missed, Skip, SkipReason, schedule_for
 from cronctl.core.timing import ScheduleLike
-from cronctl.errors import ConfigError
+from cronctl.errors import ConfigError, first_line
 from cronctl.jobs.model import ExecutionStatus, JobDefinition
+from cronctl.listen import is_loopback
 from cronctl.runtime.fire.records import Run
 from cronctl.store.base import ExecutionRecord, Store
 
@@ -290,9 +292,31 @@ class _NextFires(Collector):
 # --- the HTTP server -------------------------------------------------------------------
 
 
+MAX_CONNECTIONS = 8  # at once; more are closed at once (no thread, no descriptor kept)
+REQUEST_DEADLINE = 5.0  # seconds from accepting to a whole request line and headers
+ANSWER_DEADLINE = 60.0  # seconds from accepting to the end of the answer (a big /metrics)
+
+
 class _Server(ThreadingHTTPServer):
+    """Connections are bounded in number and in time, so that no client (a slowloris
+    trickling a byte at a time, hundreds of idle sockets) can take file descriptors or
+    threads from firing: at most :data:`MAX_CONNECTIONS` at once (the rest are closed as
+    they are accepted; the kernel's backlog holds what waits), each shut down when it has
+    not sent its request within :data:`REQUEST_DEADLINE` (or is not answered within
+    :data:`ANSWER_DEADLINE`). The serving thread's poll does the reaping: no thread
+    more."""
+
     daemon_threads = True
+    block_on_close = False
     metrics: Metrics
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]
+                 ) -> None:
+        super().__init__(address, handler)
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self._deadlines: dict[socket.socket, float] = {}
+        self._guard = threading.Lock()
+        self.refused = 0  # connections closed for want of a slot (tests read it)
 
     def server_bind(self) -> None:
         # HTTPServer.server_bind looks up the host's FQDN (reverse DNS, slow on some
@@ -300,6 +324,54 @@ class _Server(ThreadingHTTPServer):
         socketserver.TCPServer.server_bind(self)
         host, port = self.server_address[:2]
         self.server_name, self.server_port = str(host), int(port)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self.refused += 1
+            self.shutdown_request(request)
+            return
+        with self._guard:
+            self._deadlines[request] = time.monotonic() + REQUEST_DEADLINE
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._done(request)
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._done(request)
+
+    def answering(self, request: Any) -> None:
+        """The request arrived whole: its answer may take longer (a big job set)."""
+        with self._guard:
+            if request in self._deadlines:
+                self._deadlines[request] = time.monotonic() + ANSWER_DEADLINE
+
+    def _done(self, request: Any) -> None:
+        with self._guard:
+            if self._deadlines.pop(request, None) is None:
+                return
+        self._slots.release()
+
+    def service_actions(self) -> None:
+        """Each poll of the serving thread: cut off the connections past their deadline
+        (their thread sees the end of the stream and ends)."""
+        now = time.monotonic()
+        with self._guard:
+            late = [r for r, at in self._deadlines.items() if at <= now]
+        for request in late:
+            with contextlib.suppress(OSError):
+                request.shutdown(socket.SHUT_RDWR)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that resets or goes away mid-answer is its own business: no traceback.
+        error = sys.exc_info()[1]
+        log.debug("metrics: a connection from %s ended badly: %s",
+                  client_address[0] if client_address else "?",
+                  first_line(error) if error is not None else "unknown error")
 
 
 class _Server6(_Server):
@@ -311,6 +383,7 @@ class _Handler(BaseHTTPRequestHandler):
     timeout = 10  # a client that sends nothing does not keep its thread forever
 
     def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
+        self.server.answering(self.request)
         path = self.path.split("?", 1)[0]
         metrics = self.server.metrics
         if path == "/metrics":
@@ -352,6 +425,10 @@ def serve_metrics(listen: tuple[str, int] | None, metrics: Metrics | None) -> It
                               kwargs={"poll_interval": 0.5}, daemon=True)
     thread.start()
     log.info("serving metrics on http://%s/metrics and /healthz", shown)
+    if not is_loopback(listen[0]):
+        log.warning("[metrics] listen = %r is reachable from other hosts: /metrics and "
+                    "/healthz need no token (name every job and node); listen on "
+                    "127.0.0.1 behind a proxy, or firewall the port", shown)
     try:
         yield
     finally:

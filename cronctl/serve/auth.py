@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import secrets
 from dataclasses import dataclass
 
 from cronctl.errors import CronctlError
+from cronctl.listen import is_loopback
 from cronctl.serve.tokens import OPERATE, READ, Token, find_token
 
 TOKEN_COOKIE = "cronctl_token"
@@ -48,15 +48,6 @@ class Principal:
     @property
     def can_operate(self) -> bool:
         return self.role == OPERATE
-
-
-def is_loopback(host: str | None) -> bool:
-    if host is None:
-        return False
-    try:
-        return ipaddress.ip_address(host.split("%", 1)[0]).is_loopback
-    except ValueError:
-        return host == "localhost"
 
 
 def authenticate(tokens: tuple[Token, ...] | None, *, authorization: str | None,

@@ -18,8 +18,8 @@ def serve(options: GlobalOptions, listen: tuple[str, int] | None, version: str) 
     import uvicorn
 
     from cronctl.config import format_listen, load_config
+    from cronctl.listen import is_loopback
     from cronctl.serve.app import build_app
-    from cronctl.serve.auth import is_loopback
     from cronctl.serve.context import ServeContext
     from cronctl.serve.tokens import read_tokens
     from cronctl.store import open_store
