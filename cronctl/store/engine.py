@@ -18,6 +18,8 @@ from cronctl.store.sqlitefile import refuse_if_held_deleted
 from cronctl.store.urls import database_error, kind_of, redact, sqlite_path
 
 SQLITE_BUSY_TIMEOUT_MS = 5000
+WAL_CHECKPOINT_PAGES = 256  # ~1 MiB of 4 KiB pages
+WAL_LIMIT_BYTES = 1 << 20
 
 
 def normalize_url(url: str) -> str:
@@ -85,6 +87,11 @@ def _sqlite_engine(parsed: sa.engine.URL) -> Engine:
                     cur.execute("PRAGMA auto_vacuum = INCREMENTAL")
                 _enable_wal(cur)
                 cur.execute("PRAGMA synchronous = NORMAL")
+                # The WAL on a bound: checkpointed every WAL_CHECKPOINT_PAGES pages (SQLite's
+                # default of 1,000 let it grow to 4 MB, and filled a small disk after 41
+                # executions' logs), and cut back to WAL_LIMIT_BYTES once checkpointed.
+                cur.execute(f"PRAGMA wal_autocheckpoint = {WAL_CHECKPOINT_PAGES}")
+                cur.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT_BYTES}")
         finally:
             cur.close()
 
