@@ -175,7 +175,7 @@ class DeadLetter:
 class CloseInterrupted:
     """A recovered row (pending or running when its node died) is closed before its
     occurrence runs again: ``lost`` when a next attempt follows (its outcome is unknown),
-    else ``dead_letter``."""
+    ``cancelled`` when a cancel was requested (no attempt follows), else ``dead_letter``."""
 
     execution_id: int
     job_id: str
@@ -225,3 +225,6 @@ class RecoveredExecution:
     origin: Origin
     status: ExecutionStatus  # pending (never started) or running (interrupted)
     created_at: datetime | None = None
+    # ``cronctl cancel`` asked for it before its node died: the occurrence ends cancelled
+    # and never runs again (a cancel racing a SIGKILL is not dropped).
+    cancel_requested: bool = False

@@ -35,9 +35,18 @@ class Recovery(Guards):
         # it: that attempt is closed, and the pending one runs.
         ahead = {(r.job_id, r.planned): r.attempt for r in recovered
                  if r.status is ExecutionStatus.PENDING}
+        # An occurrence an operator cancelled ends cancelled, whichever of its rows
+        # carries the request: none of them runs again.
+        cancelled = {(r.job_id, r.planned) for r in recovered if r.cancel_requested}
         for r in sorted(recovered, key=lambda r: (r.planned, r.execution_id)):
             js = self._jobs.get(r.job_id)
             pending = r.status is ExecutionStatus.PENDING
+            if (r.job_id, r.planned) in cancelled:
+                out.append(CloseInterrupted(r.execution_id, r.job_id, ExecutionStatus.CANCELLED))
+                if js is not None and r.origin in _SCHEDULED_ORIGINS and (
+                        js.handled is None or r.planned > js.handled):
+                    js.handled = r.planned
+                continue
             if js is None or (not pending and r.attempt >= js.job.max_attempts):
                 out.append(CloseInterrupted(r.execution_id, r.job_id, ExecutionStatus.DEAD_LETTER))
                 continue

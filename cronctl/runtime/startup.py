@@ -74,7 +74,7 @@ __all__ = ["interrupted_ends", "node_states", "recoverable", "shared_states"]
 def recovered(rows: Sequence[ExecutionRecord]) -> list[RecoveredExecution]:
     """The core's view of executions handed to this node to recover."""
     return [RecoveredExecution(r.id, r.job_id, r.scheduled_at, r.attempt, r.origin, r.status,
-                               r.created_at) for r in rows]
+                               r.created_at, r.cancel_requested) for r in rows]
 
 
 def log_next_fires(jobs: Sequence[JobDefinition], now: datetime) -> None:

@@ -80,3 +80,47 @@ max_attempts = 3
                 with contextlib.suppress(ProcessLookupError):
                     if pid_alive(int(line)):
                         os.killpg(int(line), signal.SIGKILL)
+
+
+def test_a_cancel_that_raced_a_sigkill_is_honoured_by_recovery(project: Project) -> None:
+    """``cronctl cancel`` answered "cancel requested", then the scheduler was SIGKILLed
+    before it saw the request: the restarted scheduler ends the occurrence cancelled and
+    never runs it again (it ran attempt 2 before)."""
+    project.jobs('''
+[jobs.long]
+cron = "0 0 0 1 1 *"
+command = ["sleep", "30"]
+max_attempts = 3
+''')
+    first = project.start(log_name="first.log")
+    second = None
+    try:
+        assert first.wait_for(lambda t: "ready node=node-a" in t), first.text()
+        assert project.cli("trigger", "long").returncode == 0
+        store = open_sqlite(project)
+        try:
+            [victim] = store.list_executions(job_id="long", limit=None)
+        finally:
+            store.close()
+        os.killpg(first.proc.pid, signal.SIGKILL)  # the scheduler and its command
+        first.proc.wait(5)
+        cancel = project.cli("cancel", str(victim.id))
+        assert cancel.returncode == 0, cancel.stderr
+        assert "cancel requested" in cancel.stdout + cancel.stderr
+
+        second = project.start(log_name="second.log")
+        assert second.wait_for(lambda t: "ready node=node-a" in t), second.text()
+        assert second.wait_for(lambda t: f"exec={victim.id} status=cancelled" in t,
+                               10), second.text()
+        second.wait_for(lambda _: False, 2.5)  # a second attempt would have started by now
+        store = open_sqlite(project)
+        try:
+            rows = store.executions_of_occurrence("long", victim.occurrence_id)
+        finally:
+            store.close()
+        assert [(r.id, r.status) for r in rows] == [(victim.id, ExecutionStatus.CANCELLED)]
+        assert rows[0].error is not None and rows[0].error.startswith("cancelled: ")
+    finally:
+        if second is not None:
+            assert second.stop() == 0, second.text()
+        first.kill()

@@ -175,6 +175,9 @@ class RowWrites:
         error = "lost: its scheduler stopped before it finished; its outcome is unknown"
         if a.status is ExecutionStatus.DEAD_LETTER:
             error += "; no attempt left"
+        elif a.status is ExecutionStatus.CANCELLED:
+            error = ("cancelled: a cancel was requested before its scheduler stopped; "
+                     "not run again")
         try:
             won = self.store.transition(a.execution_id, _LIVE, a.status, finished_at=ended,
                                         error=error)

@@ -370,7 +370,7 @@ class Notifications:
         if row is not None:
             fields.update(occurrence=row.occurrence_id, scheduled_at=row.scheduled_at,
                           attempt=row.attempt)
-            if a.status is ExecutionStatus.DEAD_LETTER:
+            if a.status in (ExecutionStatus.DEAD_LETTER, ExecutionStatus.CANCELLED):
                 self._outcome(job.id, row.scheduled_at, a.status)
         if a.status is not ExecutionStatus.DEAD_LETTER:
             return  # lost: how it ended is unknown, and its next attempt follows

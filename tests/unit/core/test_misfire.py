@@ -143,6 +143,26 @@ def test_recovery_of_exhausted_running_attempt_is_dead_letter_but_pending_reruns
     assert [(f.planned, f.attempt, f.row) for f in of(d, Fire)] == [(at(120), 2, 2)]
 
 
+def test_recovery_honours_a_cancel_requested_before_the_node_died() -> None:
+    """``cronctl cancel`` answered, then the node was SIGKILLed: the occurrence ends
+    cancelled, with no next attempt, and a retry row written ahead for it is closed too;
+    the misfire policy starts after it."""
+    core = SchedulerCore([job(every=60, max_attempts=3, misfire_policy=MisfirePolicy.FIRE_NOW)])
+    running = RecoveredExecution(7, "j", at(120), 1, Origin.CRON, ExecutionStatus.RUNNING,
+                                 cancel_requested=True)
+    retry = RecoveredExecution(8, "j", at(120), 2, Origin.CRON, ExecutionStatus.PENDING)
+    other = RecoveredExecution(9, "j", at(60), 1, Origin.CRON, ExecutionStatus.RUNNING)
+    d = core.start(at(130), {"j": JobState(cursor=at(0))}, [running, retry, other])
+    assert of(d, CloseInterrupted) == [
+        CloseInterrupted(9, "j", ExecutionStatus.LOST),
+        CloseInterrupted(7, "j", ExecutionStatus.CANCELLED),
+        CloseInterrupted(8, "j", ExecutionStatus.CANCELLED),
+    ]
+    # only the occurrence nobody cancelled runs again
+    assert [(f.planned, f.attempt) for f in of(d, Fire)] == [(at(60), 2)]
+    assert not of(d, Missed)  # nothing after the cancelled instant was missed
+
+
 def test_clock_backwards_never_refires_handled_instant() -> None:
     core = SchedulerCore([job(every=10)])
     core.start(T0)
