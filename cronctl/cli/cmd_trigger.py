@@ -23,6 +23,7 @@ from cronctl.cli.options import global_options
 from cronctl.cli.shared import complete_job_ids, open_state
 from cronctl.views.actions import (
     NoScheduler,
+    Waiting,
     chain_for,
     enqueue_trigger,
     final_document,
@@ -64,12 +65,18 @@ def trigger(
         "--chain", help="Also run the jobs that depend on JOB (after = [...]) for this "
         "occurrence, once it has ended as they require.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+    timeout: Annotated[str | None, typer.Option(
+        "--timeout", metavar="DURATION",
+        help="With --wait: give up waiting after DURATION (e.g. 90s, 1h; exit 1, the run "
+        "goes on). Without it --wait waits as long as the run lasts, and stops when no "
+        "live scheduler is left to finish it.")] = None,
 ) -> None:
     """Run one occurrence of JOB now (origin = manual)."""
     from cronctl.config import load_config
     from cronctl.jobs.loader import find_job
 
     options = global_options(ctx)
+    bound = _timeout(timeout, wait)
     config = load_config(options)
     definition = find_job(config.job_settings, job)  # NotFoundError: exit 3
     emit = _Emit(as_json, options.quiet)
@@ -85,10 +92,29 @@ def trigger(
     config, store = open_state(options)
     if store is None:
         raise NoScheduler(no_scheduler(config))
+    waiting = Waiting(config.heartbeat_interval * 3,
+                      None if bound is None else time.monotonic() + bound)
     try:
-        _queue(config, store, definition, wait, emit, chained)
+        _queue(config, store, definition, wait, emit, chained, waiting)
     finally:
         store.close()
+
+
+def _timeout(text: str | None, wait: bool) -> float | None:
+    """``--timeout`` in seconds (a usage error without ``--wait``, or when malformed)."""
+    from cronctl.errors import UsageError
+
+    if text is None:
+        return None
+    if not wait:
+        raise UsageError("--timeout bounds --wait; add --wait (without it, trigger returns "
+                         "as soon as the run started)")
+    from cronctl.durations import parse_duration
+
+    try:
+        return parse_duration(text, allow_zero=False).total_seconds()
+    except ValueError as exc:
+        raise UsageError(f"--timeout: {exc}") from None
 
 
 def _here(config: Config, job: JobDefinition, emit: _Emit) -> None:
@@ -124,7 +150,7 @@ def _here(config: Config, job: JobDefinition, emit: _Emit) -> None:
 
 
 def _queue(config: Config, store: Store, job: JobDefinition, wait: bool, emit: _Emit,
-           chained: list[str]) -> None:
+           chained: list[str], waiting: Waiting) -> None:
     now = datetime.now(UTC)
     if not wait:
         # The execution id is what `cronctl logs` and `cronctl cancel` take: wait the
@@ -136,8 +162,8 @@ def _queue(config: Config, store: Store, job: JobDefinition, wait: bool, emit: _
                   f"(follow it: cronctl logs -f {doc['execution_id']}){then}")
         return
     request_id = enqueue_trigger(config, store, job.id, now, chained)
-    execution_id = wait_taken(store, request_id, job.id)
-    record = _wait_final(store, job, execution_id)
+    execution_id = wait_taken(store, request_id, job.id, waiting)
+    record = _wait_final(store, job, execution_id, waiting)
     doc = final_document(job.id, request_id, record, chained)
     error = f": {record.error}" if record.error else ""
     emit(doc, f"job {job.id}: {record.status.value} (execution {record.id}, "
@@ -146,9 +172,12 @@ def _queue(config: Config, store: Store, job: JobDefinition, wait: bool, emit: _
         raise typer.Exit(1)
 
 
-def _wait_final(store: Store, job: JobDefinition, execution_id: int) -> ExecutionRecord:
+def _wait_final(store: Store, job: JobDefinition, execution_id: int, waiting: Waiting
+                ) -> ExecutionRecord:
     """The occurrence's final record: retries run under the same occurrence id, so wait
-    until its newest attempt ended and no further attempt can follow."""
+    until its newest attempt ended and no further attempt can follow. Bounded by
+    ``--timeout``, and by the nodes: an attempt whose node stopped answering, with no live
+    node left to recover it, ends the wait (exit 1) with what is known."""
     from cronctl.core.timing import retry_delay
 
     first = store.get_execution(execution_id)
@@ -165,6 +194,13 @@ def _wait_final(store: Store, job: JobDefinition, execution_id: int) -> Executio
             backoff = retry_delay(job.retry_backoff, newest.attempt)
             if datetime.now(UTC) > newest.finished_at + backoff + timedelta(minutes=1):
                 return newest  # the retry never came (scheduler stopped)
+        elif not newest.status.is_final and not waiting.live(store):
+            raise NoScheduler(
+                f"execution {newest.id} of job {job.id} is {status} on node "
+                f"{newest.node_id}, which stopped answering, and no live scheduler is left "
+                "to recover it; its outcome is unknown until 'cronctl run' starts again")
+        waiting.check(f"execution {newest.id} of job {job.id} is still {status} (attempt "
+                      f"{newest.attempt}); follow it: cronctl logs -f {newest.id}")
         time.sleep(POLL)
 
 

@@ -175,6 +175,9 @@ class Liveness:
             if freed:
                 log.info("released %d guard locks of nodes that are gone (%s)", freed,
                          ", ".join(sorted(dead)) or "no node row")
+            if dead and (retake := self.store.release_triggers(list(dead))):
+                log.info("released %d trigger requests taken by nodes that are gone (%s)",
+                         retake, ", ".join(sorted(dead)))
         rows: dict[int, ExecutionRecord] = {}
         if dead:
             for r in self.store.pending_or_running(node_ids=list(dead)):

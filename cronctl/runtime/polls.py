@@ -120,7 +120,10 @@ class StorePolls:
         if stopping:
             return
         for req in self.store.take_triggers(self.node_id, job_ids=self.known, now=self.clock()):
-            self.post(Trigger(req.job_id, req.origin, req.scheduled_at, req.id, None))
+            # planned at the request's own instant, so that if this node dies the node
+            # that takes the request again finds the row this one wrote (release_triggers)
+            planned = req.scheduled_at if req.scheduled_at is not None else req.requested_at
+            self.post(Trigger(req.job_id, req.origin, planned, req.id, None))
 
     def paused(self) -> None:
         """Tell the core which jobs were paused or resumed since the last poll."""

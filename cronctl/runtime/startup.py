@@ -45,6 +45,12 @@ def recoverable(store: Store, node: str, now: datetime, ttl: timedelta
         return []
     rows = {r.id: r for r in store.pending_or_running(node_id=node)}
     dead = [n.node_id for n in store.dead_nodes(now, ttl) if n.node_id != node]
+    # Trigger requests this node's previous run (or a dead node) took and never finished:
+    # taken again by a live node, once (see Store.release_triggers).
+    released = store.release_triggers([node, *dead])
+    if released:
+        log.info("released %d trigger requests taken by a previous run or a dead node",
+                 released)
     if dead:
         rows.update((r.id, r) for r in store.pending_or_running(node_ids=dead)
                     if r.scope_node is None)

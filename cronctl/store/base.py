@@ -206,6 +206,14 @@ class Triggers(Protocol):
         """Record what came of a taken request (``done`` becomes True)."""
         ...
 
+    def release_triggers(self, node_ids: Collection[str]) -> int:
+        """Requests taken by ``node_ids`` (dead nodes, or this node's previous process)
+        and not done: one whose execution row the taker had written is done with it
+        (recovery of that row is the truth); any other is untaken again, so that exactly
+        one live node takes it. The run of a request is planned at its ``scheduled_at``,
+        or else its ``requested_at``, so its row is found. How many were released."""
+        ...
+
     def decide_dependent(
         self,
         job_id: str,

@@ -13,6 +13,7 @@ from cronctl.store.records import (
     TriggerRequest,
 )
 from cronctl.store.tables import (
+    job_executions,
     skip_records,
     trigger_requests,
 )
@@ -92,6 +93,30 @@ class TriggerRequests(SqlConnection):
                 .where(trigger_requests.c.id == request_id)
                 .values(execution_id=execution_id, error=error, done=True)
             )
+
+    def release_triggers(self, node_ids: Collection[str]) -> int:
+        T, X = trigger_requests.c, job_executions.c
+        nodes = [n for n in node_ids if n != CHAIN_WAIT]
+        if not nodes:
+            return 0
+        released = 0
+        with self._write() as conn:
+            held = conn.execute(
+                sa.select(T.id, T.job_id, T.origin, T.scheduled_at, T.requested_at, T.taken_by)
+                .where(T.taken_by.in_(nodes), T.done.is_(False))).all()
+            for rid, job_id, origin, scheduled_at, requested_at, taker in held:
+                planned = scheduled_at if scheduled_at is not None else requested_at
+                ran = conn.execute(
+                    sa.select(X.id).where(X.job_id == job_id, X.scheduled_at == planned,
+                                          X.origin == origin)
+                    .order_by(X.attempt, X.id).limit(1)).scalar_one_or_none()
+                change = ({"done": True, "execution_id": ran} if ran is not None
+                          else {"taken_by": None, "taken_at": None})
+                released += conn.execute(
+                    sa.update(trigger_requests)
+                    .where(T.id == rid, T.taken_by == taker, T.done.is_(False))
+                    .values(**change)).rowcount
+        return released
 
     def decide_dependent(
         self,

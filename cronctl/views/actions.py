@@ -19,8 +19,9 @@ if TYPE_CHECKING:
     from cronctl.store.base import ExecutionRecord, Store
     from cronctl.store.replay import Occurrence, Plan
 
-POLL = 0.2
+POLL = 0.05
 TAKE_TIMEOUT = 15.0  # a live scheduler polls every 0.5 s; this much silence means nobody will
+LIVE_CHECK = 1.0  # seconds between looks at which nodes are live while waiting
 
 
 class NoScheduler(CronctlError):
@@ -110,18 +111,63 @@ def enqueue_trigger(config: Config, store: Store, job: str, now: datetime,
     return request_id
 
 
-def wait_taken(store: Store, request_id: int, job_id: str) -> int:
-    """The execution a scheduler started for the request (it takes one within a second)."""
-    deadline = time.monotonic() + TAKE_TIMEOUT
+class WaitTimeout(CronctlError):
+    """``trigger --wait --timeout``: the bound passed before the run ended."""
+
+    exit_code = 1
+
+
+@dataclass
+class Waiting:
+    """What ``trigger`` waits within: ``deadline`` (monotonic; ``None``: no bound but the
+    liveness of the nodes) and how a node is judged live (``ttl``)."""
+
+    ttl: timedelta
+    deadline: float | None = None
+    _checked: float = field(default=0.0, repr=False)
+    _live: set[str] = field(default_factory=set, repr=False)
+
+    def live(self, store: Store) -> set[str]:
+        """The live nodes, looked up at most once a second."""
+        mono = time.monotonic()
+        if mono - self._checked >= LIVE_CHECK:
+            from datetime import UTC
+
+            self._live = {n.node_id for n in store.live_nodes(datetime.now(UTC), self.ttl)}
+            self._checked = mono
+        return self._live
+
+    def check(self, what: str) -> None:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise WaitTimeout(f"gave up waiting after --timeout: {what}")
+
+
+def wait_taken(store: Store, request_id: int, job_id: str, waiting: Waiting) -> int:
+    """The execution a scheduler started for the request (it takes one within a second).
+    A request taken by a node that then stopped answering is taken again by a live node
+    (see ``Store.release_triggers``); with no live node left, it says so."""
+    untaken_since = time.monotonic()
     while True:
         request = store.get_trigger(request_id)
-        if request is not None and request.done:
+        if request is None:
+            raise NoScheduler(f"trigger request {request_id} of job {job_id} is gone "
+                              "(pruned?); see 'cronctl history {job_id}'")
+        if request.done:
             if request.execution_id is None:
                 raise NoScheduler(f"job {job_id} did not run: {request.error or 'unknown'}")
             return request.execution_id
-        if request is not None and request.taken_by is None and time.monotonic() > deadline:
-            raise NoScheduler(f"no scheduler took the request within {TAKE_TIMEOUT:.0f}s "
-                              f"(is job {job_id!r} defined on the running nodes?)")
+        taker = request.taken_by
+        if taker is None or taker not in waiting.live(store):
+            if taker is not None and not waiting.live(store):
+                raise NoScheduler(f"node {taker} took the request for job {job_id} and "
+                                  "stopped answering, and no live scheduler is left to take "
+                                  "it again; start 'cronctl run'")
+            if time.monotonic() - untaken_since > TAKE_TIMEOUT:
+                raise NoScheduler(f"no scheduler took the request within {TAKE_TIMEOUT:.0f}s "
+                                  f"(is job {job_id!r} defined on the running nodes?)")
+        else:
+            untaken_since = time.monotonic()
+        waiting.check(f"job {job_id} was not started yet (request {request_id})")
         time.sleep(POLL)
 
 
@@ -132,7 +178,7 @@ def trigger_document(config: Config, store: Store, job: str, now: datetime,
     ``--wait``), ``{"job", "request", "queued", "execution_id", "chained"}``, and the
     execution."""
     request_id = enqueue_trigger(config, store, job, now, chained)
-    execution_id = wait_taken(store, request_id, job)
+    execution_id = wait_taken(store, request_id, job, Waiting(config.heartbeat_interval * 3))
     doc = {"job": job, "request": request_id, "queued": True, "execution_id": execution_id,
            "chained": list(chained)}
     return doc, store.get_execution(execution_id)

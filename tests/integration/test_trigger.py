@@ -111,3 +111,99 @@ def test_trigger_unknown_job_exits_3(project: Project) -> None:
     result = project.cli("trigger", "dialy")
     assert result.returncode == 3
     assert "daily" in result.stderr  # did you mean
+
+
+LONG = '''
+[jobs.long]
+cron = "0 0 3 * * *"
+command = ["sleep", "30"]
+
+[jobs.long2]
+cron = "0 0 3 * * *"
+command = ["sleep", "30"]
+'''
+
+
+def test_trigger_wait_is_bounded(project: Project) -> None:
+    """``--wait`` never hangs: ``--timeout`` gives up (exit 1, the run goes on), and a
+    scheduler SIGKILLed after it took the request ends the wait with what is known
+    (it waited forever before); ``--timeout`` without ``--wait`` is a usage error."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    project.jobs(LONG, "long.toml")
+    run = project.start()
+    try:
+        assert run.wait_for(lambda t: "ready node=" in t), run.text()
+        began = time.monotonic()
+        bounded = project.cli("trigger", "long", "--wait", "--timeout", "1s")
+        assert time.monotonic() - began < 8, bounded
+        assert bounded.returncode == 1, bounded.stderr
+        assert "gave up waiting after --timeout: execution" in bounded.stderr
+        assert "is still running (attempt 1)" in bounded.stderr
+        assert "Traceback" not in bounded.stderr
+        usage = project.cli("trigger", "long", "--timeout", "1s")
+        assert usage.returncode == 2 and "add --wait" in usage.stderr, usage.stderr
+        waiter = subprocess.Popen(
+            [sys.executable, "-m", "cronctl", "-c", str(project.config), "trigger", "long2",
+             "--wait"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=project.env(), cwd=project.root)
+        assert run.wait_for(lambda t: "fired job=long2" in t, 10), run.text()
+        os.killpg(run.proc.pid, signal.SIGKILL)  # the scheduler and its commands
+        killed = time.monotonic()
+        out, err = waiter.communicate(timeout=20)
+        assert time.monotonic() - killed < 10
+        assert waiter.returncode == 1, (out, err)
+        assert "stopped answering, and no live scheduler is left to recover it" in err, err
+        assert "Traceback" not in err
+    finally:
+        run.kill()
+
+
+def test_a_request_taken_by_a_dead_node_is_taken_again_once(project: Project) -> None:
+    """A node took the request and died before it ran it (its row says so: a pid that
+    no longer exists): the next scheduler takes it again and runs it exactly once."""
+    import socket
+    import subprocess
+    from datetime import UTC, datetime, timedelta
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    store = open_sqlite(project)
+    try:
+        now = datetime.now(UTC)
+        store.register_node("ghost", socket.gethostname(), dead.pid, now - timedelta(seconds=5),
+                            ttl=timedelta(seconds=3), process_start="1")
+        request = store.enqueue_trigger("daily", now=now)
+        assert request is not None
+        assert [t.id for t in store.take_triggers("ghost", now=now)] == [request]
+    finally:
+        store.close()
+    run = project.start()
+    try:
+        assert run.wait_for(lambda t: "ready node=" in t), run.text()
+
+        def done(_: str) -> bool:
+            s = open_sqlite(project)
+            try:
+                got = s.get_trigger(request)
+                return got is not None and got.done
+            finally:
+                s.close()
+
+        assert run.wait_for(done, 10), run.text()
+        assert "released 1 trigger requests" in run.text()
+        run.wait_for(lambda _: False, 1.5)  # a second run would have started by now
+        store = open_sqlite(project)
+        try:
+            rows = store.list_executions(job_id="daily", limit=None)
+            got = store.get_trigger(request)
+        finally:
+            store.close()
+        assert [(r.origin, r.status) for r in rows] == [(Origin.MANUAL, ExecutionStatus.SUCCEEDED)]
+        assert got is not None and got.execution_id == rows[0].id and got.taken_by == "node-a"
+    finally:
+        assert run.stop() == 0, run.text()

@@ -434,6 +434,33 @@ def test_triggers_are_taken_once(store_factory: StoreFactory) -> None:
     assert store.get_trigger(10_000) is None
 
 
+def test_requests_of_dead_takers_are_released_or_tied_to_their_row(store: Store) -> None:
+    """A request its taker never finished: taken again (exactly once) when no row was
+    written for it; done with the row when the taker had written one (at the request's
+    ``requested_at``, or its ``scheduled_at``)."""
+    from cronctl.ids import occurrence_id
+    from cronctl.store.base import NewExecution
+
+    bare = store.enqueue_trigger("a", now=T0)
+    ran = store.enqueue_trigger("b", now=T0 + timedelta(seconds=1))
+    kept = store.enqueue_trigger("c", now=T0)
+    assert bare is not None and ran is not None and kept is not None
+    assert len(store.take_triggers("dead", job_ids=["a", "b"], now=T0)) == 2
+    assert len(store.take_triggers("alive", job_ids=["c"], now=T0)) == 1
+    planned = T0 + timedelta(seconds=1)
+    [row] = store.insert_executions([NewExecution(
+        job_id="b", occurrence_id=occurrence_id("b", planned), scheduled_at=planned, attempt=1,
+        origin=Origin.MANUAL, node_id="dead", scope_node=None,
+        status=ExecutionStatus.RUNNING, started_at=planned)])
+    assert store.release_triggers(["dead"]) == 2
+    got_bare, got_ran, got_kept = (store.get_trigger(i) for i in (bare, ran, kept))
+    assert got_bare is not None and got_bare.taken_by is None and not got_bare.done
+    assert got_ran is not None and got_ran.done and got_ran.execution_id == row
+    assert got_kept is not None and got_kept.taken_by == "alive" and not got_kept.done
+    assert store.release_triggers(["dead"]) == 0  # once
+    assert [t.id for t in store.take_triggers("n2", now=T0)] == [bare]
+
+
 def test_replay_requests_are_never_queued_twice(store: Store) -> None:
     planned = T0 - timedelta(days=1)
     rid = store.enqueue_trigger("a", Origin.REPLAY, scheduled_at=planned, now=T0)
