@@ -209,10 +209,11 @@ def _report(conversion: Conversion, source: str, zone: str, written: Path | None
     for problem in conversion.not_converted:
         typer.echo(printable(f"{source}:{problem.line}: not converted: {problem.reason}"),
                    err=True)
-    users = sorted({job.user for job in conversion.jobs if job.user})
+    users = sorted({job.user for job in conversion.jobs if job.user and job.user != "root"})
     if users:
-        typer.echo(printable(f"{source}: ran as {', '.join(users)} under cron; cronctl runs "
-                             "every job as its own user"), err=True)
+        typer.echo(printable(f"{source}: lines of {', '.join(users)} run as that user "
+                             "(user = \"...\"), as under cron: the scheduler must run as "
+                             "root to switch"), err=True)
     if quiet:
         return
     count = len(conversion.jobs)

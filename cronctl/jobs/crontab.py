@@ -83,6 +83,9 @@ class CrontabJob:
             table["env"] = dict(self.env)
         if self.mail:
             table["notify"] = {"mail": self.mail[0] if len(self.mail) == 1 else list(self.mail)}
+        if self.user and self.user != "root":
+            # cron ran it as this user: so does cronctl (SPEC section 9), never as root
+            table["user"] = self.user
         return table
 
 
@@ -199,6 +202,8 @@ def known_zone(name: str) -> bool:
 
 def _entry(line: str, number: int, state: _State, system: bool, used: set[str],
            now: datetime | None) -> CrontabJob:
+    if "\x00" in line:
+        raise _Skip("the line holds a NUL character, which no command can carry")
     fields, user, rest = _split(line, system)
     if fields[0].startswith("@"):
         macro = fields[0].lower()

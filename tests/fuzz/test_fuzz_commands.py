@@ -157,7 +157,7 @@ def _assert_import_clean(outcome: Outcome) -> None:
         return
     summary = re.compile(r"\d+ jobs? converted")
     for line in lines:
-        assert (" not converted: " in line or " under cron; cronctl runs" in line
+        assert (" not converted: " in line or " run as that user (user = " in line
                 or summary.match(line)), str(outcome)
     not_converted = sum(" not converted: " in line for line in lines)
     assert (outcome.code == 1) == bool(not_converted), str(outcome)
@@ -247,7 +247,7 @@ _INTERVAL = '[jobs.a]\nevery = "90s"\ncommand = ["true"]\n'
      "error: --from: 2026-03-08 02:30:00 does not exist in America/New_York"),
     # a system crontab's user column with a control character was a traceback
     ({"crontab": "@daily \x08 0\n"}, ["import-crontab", "--system", "--dry-run", "crontab"], 0,
-     "ran as \\x08 under cron"),
+     "lines of \\x08 run as that user"),
     # systemd-unit: a newline in --config or --user would have added a directive
     ({}, ["-c", "a\nExecStartPre=/bin/evil/c.toml", "systemd-unit"], 2,
      "error: --config: "),

@@ -173,7 +173,8 @@ def test_out_stdin_and_system_format(workdir: Path) -> None:
     jobs = tomllib.loads(run.out)["jobs"]
     assert jobs["cron.hourly"]["command"] == "cd / && run-parts --report /etc/cron.hourly"
     assert jobs["cron.hourly"]["timezone"] == "UTC"  # $TZ: the machine's zone
-    assert "ran as root under cron" in run.err
+    assert "user" not in jobs["cron.hourly"]  # root's line: the scheduler's own user
+    assert "run as that user" not in run.err
     out = workdir / "elsewhere.toml"
     written = cronctl(workdir, "import-crontab", "-", "--system", "--out", str(out), "--tz",
                       "Asia/Tokyo", stdin=crontab)
@@ -230,3 +231,22 @@ def test_spread_writes_h_for_hourly_and_daily_only_when_asked(workdir: Path) -> 
     assert checked.code == 0, checked.err
     rows = {row["id"]: row for row in json.loads(checked.out)["jobs"]}
     assert "H" not in rows["a"]["resolved"] and "H" not in rows["b"]["resolved"]
+
+
+def test_system_crontab_lines_of_other_users_keep_their_user(workdir: Path) -> None:
+    """A system crontab's ``nobody`` line ran as nobody under cron: the job says
+    ``user = "nobody"`` and never runs as root; the file validates as written."""
+    crontab = ("*/5 * * * * nobody /usr/bin/env true\n"
+               "0 3 * * * root /usr/bin/env true\n"
+               "0 4 * * * nobody echo a\x00b\n")
+    (workdir / "jobs.d").mkdir()
+    run = cronctl(workdir, "import-crontab", "-", "--system", "--out", "jobs.d/sys.toml",
+                  stdin=crontab)
+    assert run.code == 1, run.err  # one line was not converted
+    jobs = tomllib.loads((workdir / "jobs.d" / "sys.toml").read_text())["jobs"]
+    users = sorted((job["cron"], job.get("user", "-")) for job in jobs.values())
+    assert users == [("0 */5 * * * *", "nobody"), ("0 0 3 * * *", "-")], jobs
+    assert "lines of nobody run as that user" in run.err
+    assert "standard input:3: not converted: the line holds a NUL character" in run.err
+    checked = cronctl(workdir, "validate")
+    assert checked.code == 0, checked.err
