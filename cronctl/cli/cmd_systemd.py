@@ -46,6 +46,9 @@ ExecStart={exec_start}
 ExecReload=/bin/kill -HUP $MAINPID
 {user}WorkingDirectory={workdir}
 StateDirectory=cronctl
+# The state (job output, parameters) is for the service's user alone.
+StateDirectoryMode=0700
+UMask=0077
 Environment=PYTHONUNBUFFERED=1
 # cronctl lets running executions finish for shutdown_timeout, then cancels them.
 KillSignal=SIGTERM
@@ -73,6 +76,8 @@ Type=exec
 ExecStart={exec_start}
 {user}WorkingDirectory={workdir}
 StateDirectory=cronctl
+StateDirectoryMode=0700
+UMask=0077
 Environment=PYTHONUNBUFFERED=1
 KillSignal=SIGTERM
 TimeoutStopSec={stop_timeout}
@@ -205,11 +210,16 @@ def _file_uri(path: Path) -> str:
 
 
 def _executable() -> list[str]:
+    """The console script of this installation (beside its interpreter), else one on
+    PATH, else this interpreter with ``-I``: ``python -m cronctl`` run in the state
+    directory would import a ``typer.py`` (or any module) lying there."""
+    beside = Path(sys.executable).parent / "cronctl"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return [str(beside.absolute())]
     found = shutil.which("cronctl")
     if found:
         return [os.path.abspath(found)]
-    # Running as `python -m cronctl` from a virtualenv: use its interpreter.
-    return [sys.executable, "-m", "cronctl"]
+    return [sys.executable, "-I", "-m", "cronctl"]
 
 
 def _database(value: str) -> str:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -47,6 +48,8 @@ def make_engine(url: str) -> Engine:
         path = sqlite_path(url)
         if path is not None and (why := refuse_if_held_deleted(path)):
             raise StoreError(why)  # (a connection would create the file)
+        if path is not None and not path.startswith("file:"):
+            create_private(path)
         return _sqlite_engine(parsed)
     return sa.create_engine(
         parsed,
@@ -61,6 +64,16 @@ def user_options(parsed: sa.engine.URL) -> str | None:
     if isinstance(value, tuple):
         return " ".join(value) or None
     return value or None
+
+
+def create_private(path: str) -> None:
+    """Create a new SQLite file readable by its owner only (0600; its -wal and -shm take
+    the same mode): it holds job output and parameters. An empty file is an empty
+    database. An existing file keeps its mode; a missing directory is SQLite's error."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except OSError:
+        pass  # it exists (or cannot be made here: connecting says why, once)
 
 
 def _sqlite_engine(parsed: sa.engine.URL) -> Engine:

@@ -178,3 +178,33 @@ def test_systemd_analyze_accepts_hostile_paths(tmp_path: Path) -> None:
     assert verify.returncode == 0, verify.stdout + verify.stderr
     assert "not executable" not in verify.stderr and "specifier" not in verify.stderr, (
         verify.stderr)
+
+
+def test_units_keep_the_state_private() -> None:
+    """The state directory is 0700 and every file the service creates 0600 or tighter:
+    job output and parameters are not for other users."""
+    from cronctl.cli.cmd_systemd import SERVE_TEMPLATE, UNIT_TEMPLATE
+
+    for template in (UNIT_TEMPLATE, SERVE_TEMPLATE):
+        lines = template.splitlines()
+        assert "UMask=0077" in lines and "StateDirectoryMode=0700" in lines
+
+
+def test_the_unit_never_imports_from_its_working_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a console script, the unit runs the interpreter isolated (``-I``): plain
+    ``python -m cronctl`` in the state directory would import a ``typer.py`` lying there."""
+    import sys
+
+    from cronctl.cli import cmd_systemd
+
+    interpreter = tmp_path / "bin" / "python3"
+    interpreter.parent.mkdir()
+    interpreter.touch()
+    monkeypatch.setattr(sys, "executable", str(interpreter))
+    monkeypatch.setattr(cmd_systemd.shutil, "which", lambda name: None)
+    assert cmd_systemd._executable() == [str(interpreter), "-I", "-m", "cronctl"]
+    script = interpreter.parent / "cronctl"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    assert cmd_systemd._executable() == [str(script)]  # this installation's own script
