@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Iterator
@@ -70,10 +71,9 @@ def create_private(path: str) -> None:
     """Create a new SQLite file readable by its owner only (0600; its -wal and -shm take
     the same mode): it holds job output and parameters. An empty file is an empty
     database. An existing file keeps its mode; a missing directory is SQLite's error."""
-    try:
+    # (it exists, or cannot be made here: connecting says why, once)
+    with contextlib.suppress(OSError):
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-    except OSError:
-        pass  # it exists (or cannot be made here: connecting says why, once)
 
 
 def _sqlite_engine(parsed: sa.engine.URL) -> Engine:
