@@ -32,6 +32,7 @@ from cronctl.listen import LOOPBACK as LOOPBACK  # re-exported: callers import t
 from cronctl.listen import format_listen as format_listen
 from cronctl.listen import parse_listen as parse_listen
 from cronctl.store.urls import kind_of, redact
+from cronctl.trust import untrusted
 
 if TYPE_CHECKING:
     from cronctl.options import GlobalOptions
@@ -202,7 +203,11 @@ def read_config(options: GlobalOptions) -> ConfigResult:
     violations: list[Violation] = []
     sections: dict[str, Any] = {}
     if path is not None:
-        values, violations, sections = _read_file(path)
+        distrust = untrusted(path, "config file")
+        if distrust is not None:
+            violations.append(Violation(display_path(path), None, None, distrust))
+        else:
+            values, violations, sections = _read_file(path)
     config = Config(
         path=path,
         base_dir=base_dir,

@@ -22,6 +22,7 @@ class GlobalOptions:
     verbose: int = 0
     quiet: bool = False
     no_color: bool = False
+    allow_insecure: bool = False  # root loads files others can write (cronctl.trust)
 
     @property
     def color(self) -> bool:

@@ -132,6 +132,9 @@ def _globals(
         help="More output (run: DEBUG log lines); repeat for more.")] = 0,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Less output.")] = False,
     no_color: Annotated[bool, typer.Option("--no-color", help="No colours.")] = False,
+    allow_insecure: Annotated[bool, typer.Option(
+        "--allow-insecure", help="As root, load config, job files and modules that other "
+        "users can write (refused otherwise).")] = False,
     show_version: Annotated[bool, typer.Option(
         "--version", callback=_print_version, is_eager=True, expose_value=False,
         help="Print the version and exit.")] = False,
@@ -143,6 +146,7 @@ def _globals(
         verbose=verbose,
         quiet=quiet,
         no_color=no_color,
+        allow_insecure=allow_insecure,
     )
 
 
@@ -196,6 +200,8 @@ def _global_params() -> list[typer.core.TyperOption]:
                show_default=False, help="More output (run: DEBUG log lines)."),
         option("--quiet", "-q", "quiet", is_flag=True, default=False, help="Less output."),
         option("--no-color", "no_color", is_flag=True, default=False, help="No colours."),
+        option("--allow-insecure", "allow_insecure", is_flag=True, default=False,
+               help="As root, load files other users can write."),
     ]
 
 

@@ -24,7 +24,8 @@ from cronctl.jobs.model import JobDefinition
 from cronctl.jobs.registry import ServiceRegistry, discover_services, set_default_registry
 from cronctl.jobs.settings import JobSettings
 from cronctl.jobs.toml_source import TomlJob, read_jobs_dir
-from cronctl.jobs.violation import Violation, did_you_mean
+from cronctl.jobs.violation import Violation, did_you_mean, display_path
+from cronctl.trust import untrusted
 
 _SCHEDULE_KEYS = ("cron", "every", "anchor")
 _TARGET_KEYS = ("target", "command")
@@ -126,13 +127,19 @@ def _load(settings: JobSettings, *, now: datetime | None, registry: ServiceRegis
 def _load_sources(settings: JobSettings, *, now: datetime | None,
                   registry: ServiceRegistry | None, only: str | None) -> _Loaded:
     now = now if now is not None else datetime.now(UTC)
+    distrusted: list[Violation] = []
     for directory in (*settings.python_path, settings.base_dir):
+        distrust = untrusted(directory, "python_path directory")
+        if distrust is not None:
+            if directory in settings.python_path:  # (the config's own: checked with it)
+                distrusted.append(Violation(display_path(directory), None, None, distrust))
+            continue  # never on sys.path
         importable_from(directory)
     clear_python_cache()
     if registry is None:
         registry = discover_services()
     files = read_jobs_dir(settings.jobs_dir, required=settings.jobs_dir_required, only=only)
-    violations: list[Violation] = [*registry.violations, *files.violations]
+    violations: list[Violation] = [*distrusted, *registry.violations, *files.violations]
     raws: list[RawJob] = []
 
     decorated: dict[str, RawJob] = {}

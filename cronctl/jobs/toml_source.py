@@ -17,6 +17,7 @@ from typing import Any
 from cronctl.jobs.calendar_tables import RawCalendar, Where, raw_calendars
 from cronctl.jobs.tomlfile import read_toml
 from cronctl.jobs.violation import Violation, did_you_mean, display_path
+from cronctl.trust import untrusted
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,9 @@ def read_jobs_dir(jobs_dir: Path, *, required: bool = True, only: str | None = N
     among 100,000 jobs reads one file, not all of them). Their problems are then not
     reported, so this is for showing one job, never for validating."""
     shown = display_path(jobs_dir)
+    distrust = untrusted(jobs_dir, "jobs directory")
+    if distrust is not None:
+        return JobFiles((), (Violation(shown, None, None, distrust),), 0)
     try:
         paths = sorted(p for p in jobs_dir.iterdir() if p.name.endswith(".toml"))
     except FileNotFoundError:
@@ -75,6 +79,10 @@ def read_jobs_dir(jobs_dir: Path, *, required: bool = True, only: str | None = N
     calendars: list[RawCalendar] = []
     for path in paths:
         if only is not None and not _may_define(path, only):
+            continue
+        distrust = untrusted(path, "job file")
+        if distrust is not None:
+            violations.append(Violation(display_path(path), None, None, distrust))
             continue
         file_jobs, file_violations, file_calendars = read_job_document(path)
         jobs.extend(file_jobs)

@@ -60,7 +60,8 @@ _databases = st.one_of(
     st.text(max_size=20).filter(lambda t: "://" not in t),
 )
 _UNIT_KEYS = ["Description", "Documentation", "Wants", "After", "Type", "NotifyAccess",
-              "ExecStart", "ExecReload", "WorkingDirectory", "StateDirectory", "Environment",
+              "ExecStart", "ExecReload", "WorkingDirectory", "StateDirectory", "StateDirectoryMode",
+              "UMask", "Environment",
               "KillSignal", "KillMode", "TimeoutStopSec", "WatchdogSec", "Restart",
               "RestartSec", "WantedBy"]
 
