@@ -228,6 +228,12 @@ def read_config(options: GlobalOptions) -> ConfigResult:
     if path is not None:
         changes.update(_read_sections(path, sections, violations))
     config = replace(config, **changes)
+    credential = _credential_database()
+    if credential:
+        try:
+            config = replace(config, database=normalize_database(credential, Path.cwd()))
+        except ValueError as exc:
+            raise ConfigError(f"credential {CREDENTIAL}: {exc}") from None
     env_db = os.environ.get("CRONCTL_DATABASE_URL")
     if env_db:
         try:
@@ -242,6 +248,28 @@ def read_config(options: GlobalOptions) -> ConfigResult:
     if options.jobs_dir is not None:
         config = replace(config, jobs_dir=options.jobs_dir.absolute(), jobs_dir_required=True)
     return ConfigResult(config=config, violations=tuple(violations))
+
+
+CREDENTIAL = "cronctl-database-url"  # systemd LoadCredential=cronctl-database-url:FILE
+
+
+def _credential_database() -> str | None:
+    """The database URL systemd hands the service as a credential
+    (``LoadCredential=cronctl-database-url:/etc/cronctl/db-url``): a file in
+    ``$CREDENTIALS_DIRECTORY`` readable by the service alone, never in its environment,
+    so no child inherits it. It comes before the config file's ``database`` and after
+    ``$CRONCTL_DATABASE_URL`` and ``--database``."""
+    folder = os.environ.get("CREDENTIALS_DIRECTORY")
+    if not folder:
+        return None
+    try:
+        text = (Path(folder) / CREDENTIAL).read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ConfigError(f"credential {CREDENTIAL} in $CREDENTIALS_DIRECTORY cannot be "
+                          f"read: {getattr(exc, 'strerror', None) or exc}") from None
+    return text or None
 
 
 def load_config(options: GlobalOptions) -> Config:

@@ -20,11 +20,29 @@ def scheduled_iso(request: DispatchRequest) -> str:
     return text + "Z"
 
 
+# The scheduler's own settings and secrets, never a child's: its database URL (and
+# libpq's password, service and pass files), its config, systemd's credentials and the
+# sockets and watchdog of the service itself.
+_OWN = ("CRONCTL_", "PGPASS", "PGSERVICE", "PGSSLKEY")
+_OWN_NAMES = frozenset(("CREDENTIALS_DIRECTORY", "NOTIFY_SOCKET", "WATCHDOG_USEC",
+                        "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES"))
+
+
+def child_environ() -> dict[str, str]:
+    """The environment every child (job command, notify command) starts from: the
+    service's (under systemd already small: PATH, LANG, ...), without the variables that
+    are cronctl's own settings or secrets (``CRONCTL_*``: the database URL, the config;
+    ``PGPASSWORD``/``PGPASSFILE``/``PGSERVICE*``; ``CREDENTIALS_DIRECTORY``; systemd's
+    notify socket, watchdog and sockets)."""
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith(_OWN) and k not in _OWN_NAMES}
+
+
 def command_env(request: DispatchRequest, target: CommandTarget,
                 account: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``os.environ`` + ``account`` (``HOME``, ``USER``, ``LOGNAME``, ``SHELL`` of the
-    job's ``user``) + the job's ``env`` + the ``CRONCTL_*`` variables (these win)."""
-    env = dict(os.environ)
+    """:func:`child_environ` + ``account`` (``HOME``, ``USER``, ``LOGNAME``, ``SHELL`` of
+    the job's ``user``) + the job's ``env`` + the ``CRONCTL_*`` variables (these win)."""
+    env = child_environ()
     if account:
         env.update(account)
     env.update(target.env)

@@ -29,6 +29,7 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from cronctl.dispatch.procenv import child_environ
 from cronctl.jobs.notify import NotifySpec, redact_webhook
 from cronctl.runtime.logsetup import ids
 
@@ -83,7 +84,7 @@ def post(url: str, headers: tuple[tuple[str, str], ...], body: bytes, timeout: f
 
 def run_command(argv: tuple[str, ...], body: bytes, event: Event, timeout: float) -> None:
     """Run ``argv`` with the event JSON on standard input; exit status 0 is delivered."""
-    env = dict(os.environ)
+    env = child_environ()  # never cronctl's own settings or secrets
     env.update(CRONCTL_EVENT=str(event["event"]), CRONCTL_JOB_ID=str(event["job"]),
                CRONCTL_EXECUTION_ID="" if event["execution_id"] is None
                else str(event["execution_id"]))
