@@ -23,6 +23,9 @@ MAX_ROWS = 1_000_000  # rows or lines one command prints
 # Absolute times: the engine searches up to 4 years past T and intervals add up to 100
 # years, all of which must stay inside datetime's year 9999.
 LATEST = datetime(9000, 1, 1, tzinfo=UTC)
+# Schedules are computed from year 2 (a zone's offset near year 1 leaves datetime's range):
+# an earlier time would silently read as year 2.
+EARLIEST = datetime(2, 1, 1, tzinfo=UTC)
 _SHOWN = 30
 
 
@@ -33,8 +36,9 @@ def _shown(text: str) -> str:
 def parse_int(text: str, *, what: str, minimum: int, maximum: int) -> int:
     """A whole number in ``[minimum, maximum]``, or :class:`UsageError` naming ``what``."""
     value = text.strip()
-    if not re.fullmatch(r"[+-]?\d+", value) or len(value) > 40:
-        if re.fullmatch(r"[+-]?\d+", value):  # a long run of digits: out of range
+    # ASCII digits only: int() reads '٣' or '３' as 3, which no one typing a count means
+    if not re.fullmatch(r"[+-]?[0-9]+", value) or len(value) > 40:
+        if re.fullmatch(r"[+-]?[0-9]+", value):  # a long run of digits: out of range
             raise UsageError(f"{what}: {_shown(value)} is out of range "
                              f"({minimum}-{maximum})")
         raise UsageError(f"{what}: {_shown(text)} is not a whole number")
@@ -76,7 +80,7 @@ def count(what: str, *, minimum: int = 1, maximum: int = MAX_ROWS) -> IntParser:
 AGO = "ago"  # a bare duration is that long before now (history, replay)
 SIGNED = "signed"  # "2h" / "+2h" after now, "-2h" before (next --from)
 
-_DURATION = r"\d+(\.\d+)?\s*(ms|s|m|h|d|w)(\s*\d+(\.\d+)?\s*(ms|s|m|h|d|w))*"
+_DURATION = r"[0-9]+(\.[0-9]+)?\s*(ms|s|m|h|d|w)(\s*[0-9]+(\.[0-9]+)?\s*(ms|s|m|h|d|w))*"
 _RELATIVE = {
     AGO: re.compile(rf"\s*-?\s*{_DURATION}\s*", re.IGNORECASE),  # "-5m" = "5m": ago
     SIGNED: re.compile(rf"\s*[+-]?\s*{_DURATION}\s*", re.IGNORECASE),
@@ -89,14 +93,16 @@ def is_relative(text: str, relative: str = AGO) -> bool:
 
 
 def parse_time(text: str, now: datetime, *, what: str, relative: str = AGO,
-               zone: tzinfo = UTC, gap_ok: bool = False) -> datetime:
+               zone: tzinfo = UTC, gap_ok: bool = False, schedule: bool = False
+               ) -> datetime:
     """``T``: ``now``, ISO 8601 (without an offset it is in ``zone``; a bare date is its
     midnight there; ``Z`` allowed) or a duration relative to ``now`` (see :data:`AGO`
     and :data:`SIGNED`). Returns an aware UTC datetime.
 
     A local time inside a DST gap names no instant: :class:`UsageError`, unless
     ``gap_ok`` (``why`` explains such a time), when it is read with the offset before
-    the gap, as Python does."""
+    the gap, as Python does. ``schedule``: a time schedules are computed from
+    (``next --from``): before :data:`EARLIEST` is a :class:`UsageError`."""
     from cronctl.cron.errors import NonexistentTimeError
     from cronctl.cron.zones import utc_instant
     from cronctl.durations import DurationError, parse_duration
@@ -129,6 +135,9 @@ def parse_time(text: str, now: datetime, *, what: str, relative: str = AGO,
         at = parsed.astimezone(UTC)
     except ValueError as exc:
         raise UsageError(f"{what}: {exc}") from None
+    if schedule and at < EARLIEST:
+        raise UsageError(f"{what}: {_shown(text)} is too far in the past (the earliest "
+                         f"time accepted is {EARLIEST.date().isoformat()})")
     return _bounded(at, text, what)
 
 

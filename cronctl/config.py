@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cronctl.apiconfig import API_KEYS, ApiSettings, read_api
+from cronctl.credentials import DATABASE_CREDENTIAL, credential_database
 from cronctl.durations import DurationError, parse_duration
 from cronctl.errors import ConfigError, UsageError
 from cronctl.jobs.calendar_tables import RawCalendar
@@ -31,7 +32,7 @@ from cronctl.jobs.violation import Violation, did_you_mean, display_path, one_li
 from cronctl.listen import LOOPBACK as LOOPBACK  # re-exported: callers import them here
 from cronctl.listen import format_listen as format_listen
 from cronctl.listen import parse_listen as parse_listen
-from cronctl.store.urls import kind_of, redact
+from cronctl.store.urls import check_url, kind_of, redact
 from cronctl.trust import untrusted
 
 if TYPE_CHECKING:
@@ -228,12 +229,12 @@ def read_config(options: GlobalOptions) -> ConfigResult:
     if path is not None:
         changes.update(_read_sections(path, sections, violations))
     config = replace(config, **changes)
-    credential = _credential_database()
+    credential = credential_database()
     if credential:
         try:
             config = replace(config, database=normalize_database(credential, Path.cwd()))
         except ValueError as exc:
-            raise ConfigError(f"credential {CREDENTIAL}: {exc}") from None
+            raise ConfigError(f"credential {DATABASE_CREDENTIAL}: {exc}") from None
     env_db = os.environ.get("CRONCTL_DATABASE_URL")
     if env_db:
         try:
@@ -248,28 +249,6 @@ def read_config(options: GlobalOptions) -> ConfigResult:
     if options.jobs_dir is not None:
         config = replace(config, jobs_dir=options.jobs_dir.absolute(), jobs_dir_required=True)
     return ConfigResult(config=config, violations=tuple(violations))
-
-
-CREDENTIAL = "cronctl-database-url"  # systemd LoadCredential=cronctl-database-url:FILE
-
-
-def _credential_database() -> str | None:
-    """The database URL systemd hands the service as a credential
-    (``LoadCredential=cronctl-database-url:/etc/cronctl/db-url``): a file in
-    ``$CREDENTIALS_DIRECTORY`` readable by the service alone, never in its environment,
-    so no child inherits it. It comes before the config file's ``database`` and after
-    ``$CRONCTL_DATABASE_URL`` and ``--database``."""
-    folder = os.environ.get("CREDENTIALS_DIRECTORY")
-    if not folder:
-        return None
-    try:
-        text = (Path(folder) / CREDENTIAL).read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise ConfigError(f"credential {CREDENTIAL} in $CREDENTIALS_DIRECTORY cannot be "
-                          f"read: {getattr(exc, 'strerror', None) or exc}") from None
-    return text or None
 
 
 def load_config(options: GlobalOptions) -> Config:
@@ -292,10 +271,11 @@ def normalize_database(value: str, base: Path) -> str:
     if "\x00" in text:
         raise ValueError(f"{text!r} contains a NUL character")
     if "://" not in text:
+        check_url(f"sqlite:///{text}")  # (a name too long: before resolve() trips on it)
         return f"sqlite:///{user_path(text, base).resolve()}"
     # An unsupported scheme is the file's (or option's) problem, said when it is read:
     # found by fuzzing, `list --database mysql://` raised it from deep in the store.
-    kind_of(text)
+    check_url(text)
     if text.startswith("sqlite:///") and not text.startswith("sqlite:////"):
         rest = text[len("sqlite:///"):]
         if rest and not rest.startswith(":memory:") and not rest.startswith("file:"):
@@ -467,7 +447,10 @@ def _convert(key: str, value: Any, base_dir: Path) -> Any:
     if key == "jobs_dir":
         return user_path(_string(value), base_dir)
     if key == "node_id":
-        return _string(value)
+        node = _string(value)
+        if "\x00" in node or len(node) > 255:
+            raise ValueError("must be at most 255 characters without a NUL character")
+        return node
     if key in _BOOL_KEYS:
         if not isinstance(value, bool):
             raise ValueError(f"must be true or false, not {value!r}")
@@ -511,5 +494,6 @@ def user_path(text: str, base_dir: Path) -> Path:
 
 def _string(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"must be a non-empty string, not {value!r}")
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:60] + "..."
+        raise ValueError(f"must be a non-empty string, not {shown}")
     return value.strip()

@@ -20,7 +20,7 @@ _UNITS = {
     "d": 86400.0,
     "w": 604800.0,
 }
-_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
+_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d|w)")  # ASCII digits only
 
 MAX_DURATION = timedelta(days=36525)  # 100 years of 365.25 days
 MAX_DURATION_TEXT = "100 years (36525d)"
@@ -47,7 +47,7 @@ def parse_duration(value: object, *, allow_zero: bool = True) -> timedelta:
         text = value.strip().lower().replace(" ", "")
         if not text:
             raise DurationError("empty duration; write e.g. \"90s\", \"5m\" or \"1h30m\"")
-        if re.fullmatch(r"\d+(\.\d+)?", text):
+        if re.fullmatch(r"[0-9]+(\.[0-9]+)?", text):
             seconds = float(text)
         else:
             pos = 0

@@ -27,6 +27,7 @@ from cronctl.jobs.model import (
     ServiceTarget,
     parse_choice,
 )
+from cronctl.jobs.tomlfile import MAX_STRING, MAX_STRING_TEXT
 from cronctl.jobs.violation import did_you_mean
 
 # Every key a job table may hold (SPEC section 2), in the order docs list them.
@@ -44,6 +45,21 @@ class BadValue(ValueError):
     """A value of the wrong type or out of range; the message is one line."""
 
 
+NUL_TEXT = "contains a NUL character, which no command, path or name can hold"
+
+
+def _shown(value: object) -> str:
+    """A value quoted back in a message: short (a long one is cut)."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:60] + "..."
+
+
+def no_nul(text: str, what: str = "") -> str:
+    if "\x00" in text:
+        raise BadValue(f"{what}{NUL_TEXT}")
+    return text
+
+
 def _type_name(value: object) -> str:
     names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
              list: "an array", dict: "a table"}
@@ -52,16 +68,16 @@ def _type_name(value: object) -> str:
 
 def to_bool(value: Any) -> bool:
     if not isinstance(value, bool):
-        raise BadValue(f"must be true or false, not {_type_name(value)} ({value!r})")
+        raise BadValue(f"must be true or false, not {_type_name(value)} ({_shown(value)})")
     return value
 
 
 def to_text(value: Any, *, blank_ok: bool = True) -> str:
     if not isinstance(value, str):
-        raise BadValue(f"must be a string, not {_type_name(value)} ({value!r})")
+        raise BadValue(f"must be a string, not {_type_name(value)} ({_shown(value)})")
     if not blank_ok and not value.strip():
         raise BadValue("must not be blank")
-    return value
+    return no_nul(value)
 
 
 # Counts are bounded too (SPEC section 5): a value out of range is a violation.
@@ -71,7 +87,8 @@ MAX_CATCHUP = 100_000
 
 def to_positive_int(value: Any, *, maximum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise BadValue(f"must be a whole number >= 1, not {_type_name(value)} ({value!r})")
+        raise BadValue(f"must be a whole number >= 1, not {_type_name(value)} "
+                       f"({_shown(value)})")
     if value < 1:
         raise BadValue(f"must be >= 1, not {value}")
     if value > maximum:
@@ -152,6 +169,9 @@ def to_command(value: Any, shell: bool) -> tuple[str, ...]:
     if isinstance(value, str):
         if not value.strip():
             raise BadValue("must not be empty")
+        if len(value) > MAX_STRING:  # (before shlex, which is quadratic in it)
+            raise BadValue(f"is {len(value):,} characters long; at most {MAX_STRING_TEXT}")
+        no_nul(value)
         if shell:
             return (value,)
         try:
@@ -166,7 +186,9 @@ def to_command(value: Any, shell: bool) -> tuple[str, ...]:
             raise BadValue("must not be an empty array")
         bad = [item for item in value if not isinstance(item, str)]
         if bad:
-            raise BadValue(f"every argument must be a string, not {bad[0]!r}")
+            raise BadValue(f"every argument must be a string, not {_shown(bad[0])}")
+        for item in value:
+            no_nul(item, "an argument ")
         if shell:
             raise BadValue("with shell = true, write the command as one string")
         return tuple(value)
@@ -174,16 +196,26 @@ def to_command(value: Any, shell: bool) -> tuple[str, ...]:
 
 
 def to_table(value: Any) -> dict[str, Any]:
+    # (the value is not quoted back: a table's values may be secrets)
     if not isinstance(value, Mapping):
-        raise BadValue(f"must be a table, not {_type_name(value)} ({value!r})")
+        raise BadValue(f"must be a table, not {_type_name(value)}")
     return dict(value)
 
 
 def to_env(value: Any) -> dict[str, str]:
-    table = to_table(value)
+    """``env = { NAME = "value" }``: names that exec can set (not empty, no ``=``, no
+    NUL), string values without a NUL. Values are never quoted back (secrets)."""
+    if not isinstance(value, Mapping):
+        raise BadValue(f"must be a table of NAME = \"value\", not {_type_name(value)}")
+    table = dict(value)
     for key, item in table.items():
+        if not key or "=" in key or "\x00" in key:
+            raise BadValue(f"variable name {_shown(key)} must be non-empty, without '=' or "
+                           "a NUL character")
         if not isinstance(item, str):
-            raise BadValue(f"variable {key!r} must be a string (quote it), not {item!r}")
+            raise BadValue(f"variable {key!r} must be a string (quote it), not "
+                           f"{_type_name(item)}")
+        no_nul(item, f"the value of {key!r} ")
     return table
 
 

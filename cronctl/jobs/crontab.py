@@ -36,6 +36,7 @@ from cronctl.jobs.crontab_fields import (
 )
 from cronctl.jobs.notify import mail_addresses
 from cronctl.jobs.toml_source import DAYS_OR
+from cronctl.jobs.tomlfile import MAX_STRING, MAX_STRING_TEXT
 
 _MACROS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
 # ``--spread``: the hash-spread form (SPEC section 8) offered for these macros, as Jenkins
@@ -134,6 +135,11 @@ def convert_crontab(text: str, *, default_zone: str = "UTC", system: bool = Fals
     used = set(taken_ids)
     for number, raw in enumerate(text.split("\n"), start=1):
         line = raw[:-1] if raw.endswith("\r") else raw
+        if len(line) > MAX_STRING:  # (splitting it would take minutes)
+            problems.append(NotConverted(number, line[:200] + "...",
+                                         f"the line is {len(line):,} characters long; at "
+                                         f"most {MAX_STRING_TEXT}"))
+            continue
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue

@@ -133,17 +133,30 @@ def _webhook(value: Any) -> str:
     if any(ch.isspace() or not ch.isprintable() for ch in url):
         raise ValueError("not an http(s) URL: it contains a space or a control character; "
                          "percent-encode it (a space is %20)")
-    try:
-        parts = urlsplit(url)
-        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
-        _ = parts.port  # a bad port raises
-    except ValueError:
-        ok = False
-    if not ok:
-        scheme = url.split(":", 1)[0] if ":" in url else ""
+    scheme = url.split(":", 1)[0].lower() if ":" in url else ""
+    if scheme not in ("http", "https") or "://" not in url:
         why = (f"scheme {scheme!r} is not http or https" if scheme and "://" in url
                else "write a full http(s) URL, e.g. \"https://hooks.example.org/x\"")
         raise ValueError(f"not an http(s) URL: {why}")
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError:
+        raise ValueError("not an http(s) URL: its host is not a valid [IPv6] address (a "
+                         "']' missing?)") from None
+    if not host:
+        raise ValueError("not an http(s) URL: it names no host, e.g. "
+                         "\"https://hooks.example.org/x\"")
+    try:
+        _ = parts.port
+    except ValueError:
+        raise ValueError("not an http(s) URL: its port is not a number from 1 to 65535"
+                         ) from None
+    if parts.username is not None or parts.password is not None:
+        # never quoted back; a credential in a URL ends up in logs and proxies
+        raise ValueError("not accepted: the URL carries a user name or password (user:pw@); "
+                         "put the credential in notify.headers instead (e.g. "
+                         "Authorization = \"Bearer ...\")")
     if not (parts.path + parts.query + parts.fragment).isascii():
         raise ValueError("not an http(s) URL: its path or query holds characters that are "
                          "not ASCII; percent-encode them")
@@ -209,7 +222,7 @@ def _smtp(value: Any) -> str:
     text = value.strip() if isinstance(value, str) else ""
     host, _, port = text.rpartition(":") if ":" in text else (text, "", "25")
     if (not host or not re.fullmatch(r"[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]", host)
-            or not port.isdigit() or not 0 < int(port) < 65536):
+            or not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536):
         raise ValueError("must be \"host:port\" of an SMTP server, e.g. \"localhost:25\"")
     return f"{host}:{int(port)}"
 

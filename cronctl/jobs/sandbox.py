@@ -135,14 +135,14 @@ def check_identity(user: str | None, group: str | None, *,
 
 def lookup_user(name: str) -> pwd.struct_passwd | None:
     try:
-        return pwd.getpwuid(int(name)) if name.isdigit() else pwd.getpwnam(name)
+        return pwd.getpwuid(int(name)) if name.isascii() and name.isdigit() else pwd.getpwnam(name)
     except (KeyError, OverflowError, ValueError):  # (ValueError: a NUL in the name)
         return None
 
 
 def lookup_group(name: str) -> grp.struct_group | None:
     try:
-        return grp.getgrgid(int(name)) if name.isdigit() else grp.getgrnam(name)
+        return grp.getgrgid(int(name)) if name.isascii() and name.isdigit() else grp.getgrnam(name)
     except (KeyError, OverflowError, ValueError):  # (ValueError: a NUL in the name)
         return None
 

@@ -17,6 +17,12 @@ from typing import Any
 
 from cronctl.jobs.violation import Violation, display_path, one_line
 
+# The longest string a job or config value may be (SPEC section 5: everything is
+# bounded): a command line, a path, a description. Longer strings were read, split and
+# quoted back whole (splitting a 10 MB command took over a minute).
+MAX_STRING = 128 * 1024
+MAX_STRING_TEXT = "128 KiB"
+
 # Deeper than any real configuration. tomllib recurses once per level of nesting and
 # raised RecursionError near 500 levels (found by fuzzing: `parameters = [[[[...]]]]`);
 # what reads the document afterwards (repr in messages, JSON, copies) recurses too, so
@@ -69,7 +75,32 @@ def read_toml(path: Path, what: str = "TOML file") -> TomlFile | Violation:
         return _too_deep(shown)
     if _depth(data) > MAX_DEPTH:
         return _too_deep(shown)
+    if len(text) > MAX_STRING:  # (a smaller file cannot hold a longer string)
+        longest = _longest_string(data)
+        if longest > MAX_STRING:
+            return Violation(shown, None, None,
+                             f"holds a string of {longest:,} characters; at most "
+                             f"{MAX_STRING_TEXT} is accepted in any value")
     return TomlFile(text, data)
+
+
+def _longest_string(value: dict[str, Any]) -> int:
+    """The length of the longest string (value or key) in a parsed document."""
+    longest = 0
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        for child in (item.items() if type(item) is dict else enumerate(item)):
+            key, val = child
+            if type(key) is str and len(key) > longest:
+                longest = len(key)
+            kind = type(val)
+            if kind is str:
+                if len(val) > longest:
+                    longest = len(val)
+            elif kind is dict or kind is list:
+                stack.append(val)
+    return longest
 
 
 def _too_deep(shown: str) -> Violation:

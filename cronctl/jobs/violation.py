@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cronctl.escaping import printable
+from cronctl.redaction import redact
 
 
 @dataclass(frozen=True)
@@ -34,10 +35,11 @@ class Violation:
         if self.key is not None:
             parts.append(f"key {self.key!r}")
         parts.append(self.message)
-        return printable(": ".join(parts))
+        return printable(redact(": ".join(parts)))  # a value quoted back may hold a URL
 
     def to_json(self) -> dict[str, str | None]:
-        return {"source": self.source, "job": self.job, "key": self.key, "message": self.message}
+        return {"source": self.source, "job": self.job, "key": self.key,
+                "message": redact(self.message)}
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:

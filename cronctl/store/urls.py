@@ -3,22 +3,17 @@ about a driver's error on one."""
 
 from __future__ import annotations
 
+import os
 import re
 from typing import TYPE_CHECKING
+
+from cronctl.redaction import redact
 
 if TYPE_CHECKING:
     from cronctl.errors import StoreError
 
-# The password runs to the LAST "@", so an unencoded "@" or "/" in it is still hidden
-# ("u:p@ss/w@host" -> "u:***@host"); over-redacting an odd URL beats leaking.
+# (password_of: the password runs to the LAST "@", as cronctl.redaction reads it)
 _USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:@/]*):(?P<pw>.*)@")
-_QUERY_PW = re.compile(r"(?i)([?&]password=)[^&]*")
-
-
-def redact(url: str) -> str:
-    """``url`` with any password replaced by ``***`` (userinfo and ``?password=``)."""
-    out = _USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:***@", url, count=1)
-    return _QUERY_PW.sub(r"\1***", out)
 
 
 def password_of(url: str) -> str | None:
@@ -55,6 +50,48 @@ def kind_of(url: str) -> str:
         f"unsupported database URL {redact(url)!r}: use 'sqlite:///path/to/cronctl.db', "
         "'postgresql+psycopg://user:password@host/dbname' or 'none'"
     )
+
+
+_NAME_MAX = 255  # bytes in one file name (Linux)
+_PATH_MAX = 4095  # bytes in a path
+
+
+def check_url(url: str) -> None:
+    """``ValueError`` (one line, password redacted) for a URL that names no database
+    cronctl can open: an unsupported driver (:func:`kind_of`), a PostgreSQL URL whose port
+    is not a number from 1 to 65535 or whose host is a broken ``[IPv6]`` literal, a
+    SQLite path with a name too long for the file system."""
+    kind = kind_of(url)
+    if kind == "postgresql":
+        from urllib.parse import urlsplit
+
+        shown = redact(url)
+        try:
+            parts = urlsplit(url.strip())
+        except ValueError:
+            raise ValueError(f"{shown!r}: the host is not a valid [IPv6] address (a ']' "
+                             "missing?)") from None
+        netloc = parts.netloc.rpartition("@")[2]
+        if netloc.count("[") != netloc.count("]"):
+            raise ValueError(f"{shown!r}: the host is not a valid [IPv6] address (a ']' "
+                             "missing?)")
+        try:
+            port = parts.port
+        except ValueError:
+            raw = netloc.rpartition(":")[2] if "]" not in netloc.rpartition(":")[2] else ""
+            raise ValueError(f"{shown!r}: port {raw!r} is not a number from 1 to 65535"
+                             ) from None
+        if port == 0:
+            raise ValueError(f"{shown!r}: port 0 is not a number from 1 to 65535")
+    elif kind == "sqlite":
+        path = sqlite_path(url)
+        if path is not None and not path.startswith("file:"):
+            encoded = os.fsencode(path)
+            if len(encoded) > _PATH_MAX or any(
+                    len(part) > _NAME_MAX for part in encoded.split(b"/")):
+                raise ValueError(f"the SQLite path {path[:60]!r}... is too long for a file "
+                                 f"name (at most {_NAME_MAX} bytes a name, {_PATH_MAX} in "
+                                 "all)")
 
 
 def sqlite_path(url: str) -> str | None:
@@ -126,4 +163,5 @@ def database_error(detail: str, url: str, *, transient: bool) -> StoreError:
     return StoreError(f"database error on {where}: {detail}")
 
 
-__all__ = ["database_error", "kind_of", "password_of", "redact", "scrub", "sqlite_path"]
+__all__ = ["check_url", "database_error", "kind_of", "password_of", "redact", "scrub",
+           "sqlite_path"]

@@ -105,7 +105,8 @@ def parse_from(text: str | None, now: datetime, tz: str) -> datetime:
         return now
     from cronctl.argtypes import SIGNED, parse_time
 
-    return parse_time(text, now, what="--from", relative=SIGNED, zone=load_zone(tz))
+    return parse_time(text, now, what="--from", relative=SIGNED, zone=load_zone(tz),
+                      schedule=True)
 
 
 def job_target(job: JobDefinition) -> NextTarget:

@@ -43,6 +43,16 @@ def _run(args: list[bytes], cwd: Path) -> subprocess.CompletedProcess[bytes]:
      [b"validate"], (1,)),
     ({"cronctl.toml": b'[scheduler]\njobs_dir = "~nosuchuser_cronctl/j"\n'}, [b"list"], (1,)),
     ({}, [b"-c", b"a" * 300, b"validate"], (1,)),
+    # issue 25 item 13: each a traceback before
+    ({}, [b"cancel", b"--job", b"\xff"], (1, 3)),
+    ({}, [b"logs", b"--job", b"\xff"], (0, 1, 3)),
+    ({}, [b"history", b"\xff"], (0, 1, 3)),
+    ({}, [b"--database", b"\xff", b"status"], (0, 1)),
+    ({}, [b"--database", b"a" * 300, b"status"], (2,)),
+    ({}, [b"--database", b"postgresql://u@h:notaport/db", b"status"], (2,)),
+    ({}, [b"--database", b"postgresql://u@[::1/db", b"status"], (2,)),
+    ({}, [b"--database", b"POSTGRESQL://u@nohost.invalid:1/db", b"status"], (1,)),
+    ({}, [b"--database", b"mysql://u@h/db", b"status"], (2,)),
 ])
 def test_real_process(tmp_path: Path, files: dict[str, bytes], args: list[bytes],
                       codes: tuple[int, ...]) -> None:

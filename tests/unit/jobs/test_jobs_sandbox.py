@@ -25,7 +25,7 @@ RULES = [
     ("unknown-user", OK + 'user = "no-such-user-cronctl"\n', "user", "unknown user"),
     ("unknown-group", OK + 'group = "no-such-group-cronctl"\n', "group", "unknown group"),
     ("blank-user", OK + 'user = " "\n', "user", "blank"),
-    ("user-with-a-nul", OK + 'user = "a\\u0000b"\n', "user", "unknown user"),  # not a traceback
+    ("user-with-a-nul", OK + 'user = "a\\u0000b"\n', "user", "NUL character"),  # not a traceback
     ("user-on-python-job", PY_OK + 'user = "root"\n', "user", "only applies to command"),
     ("limits-on-python-job", PY_OK + 'limits = { memory = "1G" }\n', "limits",
      "only applies to command"),
