@@ -22,7 +22,7 @@ from cronctl.credentials import DATABASE_CREDENTIAL, credential_database
 from cronctl.durations import DurationError, parse_duration
 from cronctl.errors import ConfigError, UsageError
 from cronctl.jobs.calendar_tables import RawCalendar
-from cronctl.jobs.model import DEFAULT_OUTPUT_LIMIT
+from cronctl.jobs.model import DEFAULT_OUTPUT_LIMIT, Isolation, parse_choice
 from cronctl.jobs.notify import NotifySpec, read_notify
 from cronctl.jobs.sandbox import to_output_limit
 from cronctl.jobs.settings import JobSettings
@@ -74,6 +74,7 @@ class Config:
     clock_skew_limit: timedelta = timedelta(minutes=5)
     auto_migrate: bool = True
     output_limit: int = DEFAULT_OUTPUT_LIMIT  # bytes of output each execution keeps
+    isolation: str = "thread"  # where python:/service: jobs run unless they say
     # Extra directories python: targets and service packages (entry points) load from.
     python_path: tuple[Path, ...] = ()
     retention: RetentionSettings = RetentionSettings()
@@ -123,6 +124,7 @@ class Config:
             memory_database=self.in_memory,
             tracked_default=self.tracked,
             output_limit_default=self.output_limit,
+            isolation_default=self.isolation,
             python_path=self.python_path,
             calendar_tables=self.calendars,
         )
@@ -153,6 +155,7 @@ SCHEDULER_KEYS = (
     "auto_migrate",
     "python_path",
     "output_limit",
+    "isolation",
 )
 SECTIONS = ("scheduler", "metrics", "notify", "retention", "calendars", "api")
 RETENTION_KEYS = ("executions", "keep_last", "skipped", "interval", "max_log_lines")
@@ -284,9 +287,7 @@ def normalize_database(value: str, base: Path) -> str:
     return text
 
 
-def redact_url(url: str) -> str:
-    """The URL with any password replaced by ``***`` (userinfo and ``?password=``)."""
-    return redact(url)
+redact_url = redact  # (the callers' name for cronctl.redaction.redact)
 
 
 def _state_directory() -> str:
@@ -447,8 +448,7 @@ def _convert(key: str, value: Any, base_dir: Path) -> Any:
     if key == "jobs_dir":
         return user_path(_string(value), base_dir)
     if key == "node_id":
-        node = _string(value)
-        if "\x00" in node or len(node) > 255:
+        if "\x00" in (node := _string(value)) or len(node) > 255:
             raise ValueError("must be at most 255 characters without a NUL character")
         return node
     if key in _BOOL_KEYS:
@@ -463,6 +463,8 @@ def _convert(key: str, value: Any, base_dir: Path) -> Any:
         return value
     if key == "output_limit":
         return to_output_limit(value)
+    if key == "isolation":
+        return parse_choice(Isolation, value).value  # (ValueError names the choices)
     if key == "python_path":
         if not isinstance(value, list) or not all(isinstance(v, str) and v.strip()
                                                   for v in value):
@@ -494,6 +496,5 @@ def user_path(text: str, base_dir: Path) -> Path:
 
 def _string(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
-        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:60] + "..."
-        raise ValueError(f"must be a non-empty string, not {shown}")
+        raise ValueError(f"must be a non-empty string, not {repr(value)[:60]}")
     return value.strip()

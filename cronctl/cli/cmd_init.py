@@ -18,6 +18,9 @@ CONFIG_HEADER = """\
 #   the work, or "none" to keep state in memory (every_instance jobs only).
 #   $CRONCTL_DATABASE_URL and --database override it.
 # node_id: defaults to the host name; must differ between live schedulers.
+# isolation: "process" runs each attempt of a python:/service: job in a child process of
+#   its own (a handler that exits, changes the environment or spins cannot touch the
+#   scheduler); "thread" (the default without this key) runs it on the scheduler's threads.
 
 """
 
@@ -32,6 +35,7 @@ CONFIG: dict[str, Any] = {
         "heartbeat_interval": "5s",
         "clock_skew_limit": "5m",
         "auto_migrate": True,
+        "isolation": "process",
     }
 }
 

@@ -7,7 +7,10 @@ the interceptors installed under the ``cronctl.interceptors`` entry points.
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Callable
+from dataclasses import replace
 
 from cronctl.dispatch.base import (
     Dispatcher,
@@ -20,14 +23,33 @@ from cronctl.dispatch.base import (
 from cronctl.dispatch.command import CommandDispatcher
 from cronctl.dispatch.interceptors import Interceptors
 from cronctl.dispatch.logbuffer import MAX_LINES_PER_EXECUTION
+from cronctl.dispatch.procenv import WORKER_PATH, WORKER_PAYLOAD
 from cronctl.dispatch.python import PythonDispatcher, ServiceResolver
 from cronctl.dispatch.relay import Relay, Staged
-from cronctl.jobs.model import CommandTarget, JobDefinition
+from cronctl.jobs.model import CommandTarget, Isolation, JobDefinition
+
+
+def in_process(job: JobDefinition) -> bool:
+    """Whether ``job`` runs in the scheduler's process (a Python target on its threads);
+    else as a child process: a command, or a Python target with ``isolation = "process"``
+    (:mod:`cronctl.dispatch.worker`)."""
+    return not isinstance(job.target, CommandTarget) and job.isolation is Isolation.THREAD
+
+
+def as_process(request: DispatchRequest) -> DispatchRequest:
+    """The request of a process-isolated Python job, as a command: the worker, given the
+    target, this process's ``sys.path`` and the job's payload."""
+    job = request.job
+    env = {WORKER_PATH: json.dumps([p for p in sys.path if p])}
+    if job.payload is not None:
+        env[WORKER_PAYLOAD] = json.dumps(job.payload, default=str)
+    argv = (sys.executable, "-I", "-m", "cronctl.dispatch.worker", str(job.target))
+    return replace(request, job=replace(job, target=CommandTarget(argv=argv, env=env)))
 
 
 class RoutingDispatcher:
-    """Commands to a :class:`CommandDispatcher`, everything else to a
-    :class:`PythonDispatcher`."""
+    """Commands (and process-isolated Python jobs) to a :class:`CommandDispatcher`,
+    Python targets to a :class:`PythonDispatcher`."""
 
     def __init__(self, commands: CommandDispatcher, python: PythonDispatcher) -> None:
         self.commands = commands
@@ -44,6 +66,8 @@ class RoutingDispatcher:
     ) -> ExecutionHandle:
         if isinstance(request.job.target, CommandTarget):
             return self.commands.start(request, sink, on_done)
+        if not in_process(request.job):
+            return self.commands.start(as_process(request), sink, on_done)
         return self.python.start(request, sink, on_done)
 
     @property
@@ -53,7 +77,7 @@ class RoutingDispatcher:
     def stage(self, request: DispatchRequest, sink: LogSink,
               on_done: Callable[[Outcome], None], staged: Staged) -> bool:
         """Stage a fire for the relay (Python targets only: see :mod:`.relay`)."""
-        if isinstance(request.job.target, CommandTarget):
+        if not in_process(request.job):
             return False
         return self.python.stage(request, sink, on_done, staged)
 

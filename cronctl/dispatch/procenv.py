@@ -20,6 +20,11 @@ def scheduled_iso(request: DispatchRequest) -> str:
     return text + "Z"
 
 
+# What a process-isolated Python attempt gets (cronctl.dispatch.worker): the scheduler's
+# sys.path (JSON) and the job's payload (JSON).
+WORKER_PATH = "CRONCTL_WORKER_PATH"
+WORKER_PAYLOAD = "CRONCTL_WORKER_PAYLOAD"
+
 # The scheduler's own settings and secrets, never a child's: its database URL (and
 # libpq's password, service and pass files), its config, systemd's credentials and the
 # sockets and watchdog of the service itself.

@@ -42,7 +42,7 @@ ServiceResolver = Callable[[str], Callable[..., Any]]
 _SUCCEEDED = Outcome(ExecutionStatus.SUCCEEDED)  # frozen: one for every success
 
 
-def _default_service_resolver(op_id: str) -> Callable[..., Any]:
+def default_service_resolver(op_id: str) -> Callable[..., Any]:
     from cronctl.jobs.registry import resolve_operation
 
     return resolve_operation(op_id)
@@ -58,7 +58,7 @@ class HandlerSignatureError(TypeError):
     pass
 
 
-def _shape_of(fn: Callable[..., Any]) -> _CallShape:
+def shape_of(fn: Callable[..., Any]) -> _CallShape:
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):  # builtins without a signature: call with nothing
@@ -192,7 +192,7 @@ class PythonDispatcher:
     ) -> None:
         self._pool = WorkerPool(max(1, max_workers), name="cronctl-job")
         self._max_lines = max_lines  # [retention] max_log_lines
-        self._resolve_service = service_resolver or _default_service_resolver
+        self._resolve_service = service_resolver or default_service_resolver
         self._interceptors = interceptors or Interceptors(())
         self._shapes: dict[Any, _CallShape] = {}
         # What the runtime's resolve() just found, taken by the start() that follows it,
@@ -216,7 +216,7 @@ class PythonDispatcher:
             except Exception as exc:
                 raise TargetUnresolved(f"{target}: {exc}") from exc
         elif isinstance(target, PythonTarget):
-            fn = _import_target(target)
+            fn = import_target(target)
         else:
             raise TargetUnresolved(f"job {job.id}: {target} is not a Python target")
         if not callable(fn):
@@ -229,7 +229,7 @@ class PythonDispatcher:
             return self._shapes[key]
         except (KeyError, TypeError):
             pass
-        shape = _shape_of(fn)
+        shape = shape_of(fn)
         with contextlib.suppress(TypeError):  # an unhashable callable object
             self._shapes[key] = shape
         return shape
@@ -387,7 +387,7 @@ class PythonDispatcher:
                 loop.close()
 
 
-def _import_target(target: PythonTarget) -> Callable[..., Any]:
+def import_target(target: PythonTarget) -> Callable[..., Any]:
     module = sys.modules.get(target.module)
     if module is None:
         try:

@@ -30,6 +30,7 @@ from cronctl.jobs.model import (
     CommandTarget,
     DstFold,
     DstGap,
+    Isolation,
     JobDefinition,
     Limits,
     MisfirePolicy,
@@ -73,6 +74,7 @@ class BuildContext:
     base_dir: Path = field(default_factory=Path.cwd)
     check_targets: bool = True
     output_limit_default: int = DEFAULT_OUTPUT_LIMIT  # [scheduler] output_limit
+    isolation_default: Isolation = Isolation.THREAD  # [scheduler] isolation
     calendars: Mapping[str, Calendar] = field(default_factory=dict)
     bad_calendars: frozenset[str] = frozenset()  # defined, but invalid (reported there)
 
@@ -218,6 +220,9 @@ def build_job(raw: RawJob, ctx: BuildContext) -> BuildResult:
         for key in _COMMAND_ONLY:
             if key in values:
                 violation(key, f"'{key}' only applies to command jobs")
+    elif "isolation" in values:
+        violation("isolation", "'isolation' only applies to python: and service: targets (a "
+                               "command always runs as a process of its own)")
 
     # -- mode rules ------------------------------------------------------------------------
     mode: Mode = conv.get("mode", Mode.EVERY_INSTANCE)
@@ -307,6 +312,8 @@ def build_job(raw: RawJob, ctx: BuildContext) -> BuildResult:
         dst_fold=dst_fold,
         late_after=conv.get("late_after"),
         output_limit=conv.get("output_limit", ctx.output_limit_default),
+        isolation=(Isolation.THREAD if isinstance(target, CommandTarget)
+                   else conv.get("isolation", ctx.isolation_default)),
         long_running_after=conv.get("long_running_after"),
         notify=notify,
         calendars=calendars,

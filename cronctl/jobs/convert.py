@@ -20,6 +20,7 @@ from cronctl.jobs.model import (
     AfterOutcome,
     DstFold,
     DstGap,
+    Isolation,
     MisfirePolicy,
     Mode,
     OverlapPolicy,
@@ -37,6 +38,7 @@ JOB_KEYS = (
     "max_attempts", "retry_backoff", "timeout", "kill_timeout", "tracked", "jitter",
     "parameters", "payload", "env", "cwd", "description", "dst_gap", "dst_fold",
     "late_after", "notify", "user", "group", "limits", "output_limit", "long_running_after",
+    "isolation",
     "calendar", "after", "after_timeout",
 )
 
@@ -290,6 +292,7 @@ SIMPLE: Mapping[str, Callable[[Any], Any]] = {
     "cwd": lambda v: to_text(v, blank_ok=False),
     "description": to_text,
     "dst_gap": _enum(DstGap),
+    "isolation": _enum(Isolation),
     "dst_fold": _enum(DstFold),
     "every": lambda v: to_duration(v, positive=True, minimum=timedelta(seconds=1)),
     "late_after": lambda v: to_duration(v, positive=True),

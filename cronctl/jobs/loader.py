@@ -20,7 +20,7 @@ from cronctl.jobs.build import BuildContext, RawJob, build_job, check_id
 from cronctl.jobs.calendar_tables import build_calendars
 from cronctl.jobs.checks import clear_python_cache
 from cronctl.jobs.dependencies import resolve_dependents
-from cronctl.jobs.model import JobDefinition
+from cronctl.jobs.model import Isolation, JobDefinition
 from cronctl.jobs.registry import ServiceRegistry, discover_services, set_default_registry
 from cronctl.jobs.settings import JobSettings
 from cronctl.jobs.toml_source import TomlJob, read_jobs_dir
@@ -183,6 +183,7 @@ def _load_sources(settings: JobSettings, *, now: datetime | None,
         memory_database=settings.memory_database,
         tracked_default=settings.tracked_default,
         output_limit_default=settings.output_limit_default,
+        isolation_default=Isolation(settings.isolation_default),
         base_dir=settings.base_dir,
         calendars=calendars,
         bad_calendars=frozenset(bad_calendars),

@@ -49,6 +49,13 @@ class Mode(_Choice):
     SINGLE_INSTANCE = "single_instance"
 
 
+class Isolation(_Choice):
+    """Where a Python target's attempt runs (commands always run as a process)."""
+
+    THREAD = "thread"  # in the scheduler's process, on its worker threads
+    PROCESS = "process"  # a child process of its own, like a command (SPEC section 9)
+
+
 class OverlapPolicy(_Choice):
     SKIP = "skip"
     QUEUE_ONE = "queue_one"
@@ -234,6 +241,8 @@ class JobDefinition:
     late_after: timedelta | None = None  # not started this long after planned: "late"
     # Output kept per execution (SPEC section 9): the first and the last half of it.
     output_limit: int = DEFAULT_OUTPUT_LIMIT
+    # python:/service: targets: in the scheduler (thread) or a process of their own
+    isolation: Isolation = Isolation.THREAD
     # Running longer than this raises "long_running"; AUTO_LONG_RUNNING: from its history.
     long_running_after: timedelta | str | None = None
     notify: NotifySpec | None = None  # the job's own notify table (over the global one)
