@@ -57,6 +57,12 @@ class DatabaseClock:
     def now(self) -> datetime:
         return deciding_now(self.local(), self.database())
 
+    @property
+    def clock(self) -> Callable[[], datetime]:
+        """What the scheduler reads as "now": :meth:`now`, or on SQLite (no server clock
+        to hold it to) the wall clock itself, without the indirection on every read."""
+        return self.local if self.store.beat_interval is None else self.now
+
     def refuse_if_ahead(self) -> None:
         """:class:`ClockAheadError` while the wall clock is ahead by more than the limit."""
         refuse_if_ahead(self.local(), self.database(), self.limit)

@@ -85,7 +85,7 @@ class Scheduler:
         self.mono = monotonic or time.monotonic
         self.clocks = DatabaseClock(store, local=clock or partial(datetime.now, UTC),
                                     mono=self.mono, limit=config.clock_skew_limit)
-        self.clock = self.clocks.now  # (held to the database server's clock)
+        self.clock = self.clocks.clock  # (held to the database server's clock)
         self.notifier = notifier if notifier is not None else SystemdNotifier.from_env()
         self._own_dispatcher = dispatcher is None
         if dispatcher is None:

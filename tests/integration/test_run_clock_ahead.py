@@ -93,19 +93,19 @@ def test_a_node_stepped_ahead_neither_fires_early_nor_records_false_misfires(
     try:
         assert a.wait_for(lambda t: "ready node=node-a" in t), a.text()
         assert b.wait_for(lambda t: "ready node=node-b" in t), b.text()
-        time.sleep(1.5)
+        time.sleep(1.0)
         clock.set(90)
-        time.sleep(3.0)
+        time.sleep(2.0)
         clock.set(400)
         assert a.wait_for(lambda t: "refusing to act" in t, timeout=3), a.text()
         code, body = _healthz(port)
         assert code == 503 and "refusing to act (clock skew)" in body, (code, body)
-        time.sleep(2.0)
+        time.sleep(1.0)
         clock.set(0)
         assert a.wait_for(lambda t: "acting" in t.split("refusing to act", 1)[1],
                           timeout=3), a.text()
         assert _healthz(port)[0] == 200
-        time.sleep(1.5)
+        time.sleep(1.0)
     finally:
         codes = (a.stop(), b.stop())
     assert codes == (0, 0), a.text() + b.text()

@@ -17,10 +17,9 @@ T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 class ServerClock:
     """The store's side: the server's clock, moving with the monotonic clock."""
 
-    beat_interval: float | None = 0.5
-
     def __init__(self, clocks: Clocks | None) -> None:
         self.clocks = clocks
+        self.beat_interval = None if clocks is None else 0.5  # (None: SQLite)
 
     def server_now(self) -> datetime | None:
         return None if self.clocks is None else T0 + timedelta(seconds=self.clocks.mono)
@@ -112,3 +111,10 @@ def test_a_failed_reading_keeps_the_last_one() -> None:
     c.wall_offset = 120.0
     beat()
     assert beats == [1, 1] and clock.now() == T0 + timedelta(seconds=c.mono)
+
+
+def test_the_scheduler_reads_the_wall_clock_itself_on_sqlite() -> None:
+    c = Clocks()
+    assert _clock(c, sqlite=True).clock == c.wall
+    pg = _clock(c)
+    assert pg.clock == pg.now
