@@ -134,7 +134,8 @@ def test_chaos_clock_steps_forward(tmp_path: Path, postgres_url: str) -> None:
         gaps += [(j, x, y) for x, y in zip(mine, mine[1:], strict=False)
                  if y - x != timedelta(seconds=1)]
     stepped = logs["n2"].count("refusing to act")
-    print(f"\nclock chaos {SECONDS:.0f}s: {len(rows)} executions, {len(skips)} skip records, "
+    print(f"\nclock chaos {SECONDS:.0f}s: {len(rows)} executions, {len(skips)} skip records "
+          f"{dict(collections.Counter(s.reason for s in skips))}, "
           f"n2 refused {stepped} times, early {len(early)}, misfires {len(misfires)}, "
           f"twice {len(twice)}, gaps {len(gaps)}")
     assert early == [] and misfires == [] and twice == [] and gaps == [], (
