@@ -21,6 +21,15 @@ from cronctl.core.actions import (
     SkipReason,
     WaitReason,
 )
+from cronctl.core.clocks import (
+    ClockAheadError,
+    ClockVerdict,
+    cap_cursors,
+    deciding_now,
+    judge,
+    refuse_if_ahead,
+    server_at,
+)
 from cronctl.core.engine import SchedulerCore
 from cronctl.core.errors import ClockSkewError, refuse_on_skew
 from cronctl.core.guards import needs_store
@@ -30,7 +39,9 @@ __all__ = [
     "Abandon",
     "Action",
     "AdvanceCursor",
+    "ClockAheadError",
     "ClockSkewError",
+    "ClockVerdict",
     "CloseInterrupted",
     "DeadLetter",
     "Decision",
@@ -46,9 +57,14 @@ __all__ = [
     "Skip",
     "SkipReason",
     "WaitReason",
+    "cap_cursors",
+    "deciding_now",
     "jitter_offset",
+    "judge",
     "needs_store",
+    "refuse_if_ahead",
     "refuse_on_skew",
     "retry_delay",
     "schedule_for",
+    "server_at",
 ]

@@ -209,7 +209,7 @@ class Metrics:
         elif time.monotonic() - self._beat > LOOP_STALE:
             loop = "stalled"
         elif self._refusing():
-            loop = "refusing to act (clock behind a cursor)"
+            loop = "refusing to act (clock skew)"
         else:
             loop = "running"
         store = "up" if self._store_up_fn() else "unreachable"

@@ -46,7 +46,8 @@ class SchedulerView(Protocol):
         """The scheduler thread runs."""
 
     def refusing(self) -> bool:
-        """The scheduler refuses to act (its clock is behind a persisted cursor)."""
+        """The scheduler refuses to act (its clock is behind a persisted cursor, or ahead
+        of the database server's)."""
 
 
 def watch_for(view: SchedulerView) -> Watch:

@@ -19,16 +19,13 @@ from datetime import UTC, datetime
 from functools import partial
 
 from cronctl.config import Config
-from cronctl.core import (
-    ClockSkewError,
-    SchedulerCore,
-    refuse_on_skew,
-)
+from cronctl.core import ClockAheadError, ClockSkewError, SchedulerCore, refuse_on_skew
 from cronctl.dispatch.base import Dispatcher
 from cronctl.dispatch.logbuffer import LogFlusher
 from cronctl.errors import first_line
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Origin
 from cronctl.runtime import startup
+from cronctl.runtime.clocks import DatabaseClock
 from cronctl.runtime.fire.firing import Firing
 from cronctl.runtime.fire.lookahead import Lookahead
 from cronctl.runtime.health import DatabaseHealth
@@ -84,9 +81,11 @@ class Scheduler:
     ) -> None:
         self.config = config
         self.store = store
-        self.clock = clock or partial(datetime.now, UTC)
         # Retries, timeouts and deadlines: never measured on the (steppable) wall clock.
         self.mono = monotonic or time.monotonic
+        self.clocks = DatabaseClock(store, local=clock or partial(datetime.now, UTC),
+                                    mono=self.mono, limit=config.clock_skew_limit)
+        self.clock = self.clocks.clock  # (held to the database server's clock)
         self.notifier = notifier if notifier is not None else SystemdNotifier.from_env()
         self._own_dispatcher = dispatcher is None
         if dispatcher is None:
@@ -123,7 +122,8 @@ class Scheduler:
         self.liveness = Liveness(
             store, node_id=config.node_id, ttl=self._ttl, beat_every=beat, clock=self.clock,
             jobs=lambda: {j.id: j for j in self._jobs},
-            heartbeat=supervised(self.dispatcher, store, self._ttl, beat, self.polls.heartbeat),
+            heartbeat=supervised(self.dispatcher, store, self._ttl, beat,
+                                 self.clocks.beating(self.polls.heartbeat)),
             recover=lambda rows, ends: self._inbox.put(Recover(rows, ends)),
             unavailable=self.health.failed, down=lambda: self.health.down)
         f = self.firing
@@ -137,7 +137,6 @@ class Scheduler:
         self._started = False
         self._stopping = False
         self._stopped = False
-        self._skew_logged = False
         self.halted: str | None = None  # why this node stopped acting (see halt)
 
     # --- lifecycle -----------------------------------------------------------------------
@@ -146,11 +145,14 @@ class Scheduler:
         if self._started:
             raise RuntimeError("Scheduler.start() was already called")
         self._started = True
-        now, node = self.clock(), self.config.node_id
-        # SPEC section 4 "Clocks": a clock behind a persisted cursor is refused before
-        # anything is written (no node row, no timestamp).
-        shared = startup.shared_states(self.store)
-        states = startup.node_states(self.store, node, self._jobs, shared)
+        # SPEC section 4 "Clocks": a clock ahead of the database's, or behind a persisted
+        # cursor, is refused before anything is written (no node row, no timestamp).
+        self.clocks.measure()
+        self.clocks.refuse_if_ahead()
+        now, node, db_now = self.clock(), self.config.node_id, self.clocks.database()
+        shared = startup.capped(startup.shared_states(self.store), db_now)
+        states = startup.capped(startup.node_states(self.store, node, self._jobs, shared),
+                                db_now)
         refuse_on_skew(shared, now, self.config.clock_skew_limit)  # every persisted cursor
         refuse_on_skew(states, now, self.config.clock_skew_limit)
         previous = self.store.get_node(node) if self.store.persistent else None
@@ -322,16 +324,12 @@ class Scheduler:
         now, mono = self.clock(), self.mono()
         self.firing.release_due(now)
         try:
+            self.clocks.refuse_if_ahead()
             decision = self.core.tick(now, mono=mono, budget=TICK_SLICE)
-        except ClockSkewError as exc:
-            if not self._skew_logged:
-                self._skew_logged = True
-                log.error("refusing to act: %s", exc)
-                self.notifier.notify("STATUS=refusing to act: clock behind the cursor")
+        except (ClockSkewError, ClockAheadError) as exc:
+            self.clocks.refuse(exc, self.notifier)
             return
-        if self._skew_logged:
-            self._skew_logged = False
-            log.info("clock is consistent again; acting")
+        self.clocks.acting()
         if decision.actions:
             if log.isEnabledFor(logging.DEBUG):  # (the decision carries its next wake)
                 log.debug("wake: %d actions; next wake %s", len(decision.actions),
@@ -496,4 +494,4 @@ class Scheduler:
         return self._thread.is_alive()
 
     def refusing(self) -> bool:
-        return self._skew_logged
+        return self.clocks.refusing

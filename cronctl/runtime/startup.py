@@ -10,7 +10,7 @@ import logging
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from cronctl.core import JobState, RecoveredExecution
+from cronctl.core import JobState, RecoveredExecution, cap_cursors
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode
 from cronctl.runtime.liveness import Liveness
 from cronctl.runtime.logsetup import ids
@@ -33,6 +33,18 @@ def node_states(store: Store, node: str, jobs: Sequence[JobDefinition],
     per_node = {j.id for j in jobs if j.mode is Mode.EVERY_INSTANCE}
     return {job_id: JobState(mine.get(job_id), st.paused) if job_id in per_node else st
             for job_id, st in shared.items()}
+
+
+def capped(states: dict[str, JobState], database: datetime | None) -> dict[str, JobState]:
+    """``states`` with cursors past the database server's clock (written by a node whose
+    clock ran ahead) taken as the server's now: never trusted to lock a node out."""
+    out, capped = cap_cursors(states, database)
+    for c in capped:
+        log.warning("job %s: its persisted cursor (%s) is ahead of the database server's "
+                    "clock (%s), written by a node whose clock ran ahead; taken as the "
+                    "server's now", c.job_id, c.cursor.isoformat(), c.capped.isoformat(),
+                    extra=ids(c.job_id))
+    return out
 
 
 def recoverable(store: Store, node: str, now: datetime, ttl: timedelta
@@ -74,7 +86,7 @@ def interrupted_ends(store: Store, liveness: Liveness, rows: Sequence[ExecutionR
     return ends
 
 
-__all__ = ["interrupted_ends", "node_states", "recoverable", "shared_states"]
+__all__ = ["capped", "interrupted_ends", "node_states", "recoverable", "shared_states"]
 
 
 def recovered(rows: Sequence[ExecutionRecord]) -> list[RecoveredExecution]:

@@ -313,6 +313,12 @@ class Liveness(Protocol):
         the id over after this one was judged dead): stop, or re-register."""
         ...
 
+    def server_now(self) -> datetime | None:
+        """The database server's clock, read now (PostgreSQL: one round trip), the one
+        reference of every node's wall clock; None on SQLite, whose clock is this host's
+        own."""
+        ...
+
     def get_node(self, node_id: str) -> NodeRecord | None: ...
 
     def file_replaced(self) -> str | None:

@@ -178,6 +178,14 @@ class Nodes(SqlConnection):
             result = conn.execute(q.values(heartbeat_at=when))
         return result.rowcount == 1
 
+    def server_now(self) -> datetime | None:
+        if not self._pg:
+            return None
+        # clock_timestamp(), not now(): the moment of reading, not the transaction's start.
+        with self._read() as conn:
+            at: datetime = conn.execute(sa.select(sa.func.clock_timestamp())).scalar_one()
+        return require_aware(at, "server_now")
+
     def get_node(self, node_id: str) -> NodeRecord | None:
         with self._raw_read() as cur:
             return self._raw.get_node(cur, node_id)

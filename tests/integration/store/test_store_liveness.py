@@ -210,3 +210,20 @@ def test_a_lock_held_by_a_lingering_session_does_not_stop_heartbeats(
             assert admin.execute(f"SELECT pg_try_advisory_lock({key})").fetchone() == (False,)
     finally:
         store.close()
+
+
+def test_server_now_is_the_servers_clock_on_postgresql_and_none_on_sqlite(
+        store: Store, backend: str) -> None:
+    """The reference each node compares its wall clock with (SPEC section 4, "Clocks")."""
+    before = datetime.now(UTC)
+    got = store.server_now()
+    after = datetime.now(UTC)
+    if backend == "sqlite":
+        assert got is None
+        return
+    assert got is not None and got.utcoffset() == timedelta(0)
+    # the same host: the reading lies inside the round trip (its clock_timestamp(), not
+    # the transaction's start)
+    assert before - timedelta(milliseconds=50) <= got <= after + timedelta(milliseconds=50)
+    assert store.server_now() is not None
+    assert store.server_now() > got  # type: ignore[operator]
