@@ -65,6 +65,19 @@ def bounded_int(what: str, minimum: int, maximum: int) -> IntParser:
     return parse
 
 
+def job_argument(value: str | None, *, what: str = "JOB") -> str | None:
+    """A job id as typed. Bytes that are not UTF-8 (Python's lone surrogates) can be no
+    job's id (ids are ASCII); said here, before they reach a database query that cannot
+    encode them."""
+    if value is not None and not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise UsageError(f"{what}: {_shown(value)} is not valid UTF-8 text; job ids are "
+                             "letters, digits, '.', '_' and '-'") from None
+    return value
+
+
 def execution_id() -> IntParser:
     """``EXECUTION_ID`` of ``logs`` and ``cancel``: 1 to the BIGINT maximum."""
     return bounded_int("EXECUTION_ID", 1, BIGINT_MAX)

@@ -14,11 +14,12 @@ from __future__ import annotations
 import re
 
 # A whole URL: its password runs to the last "@" of the text (spaces, quotes and all).
+# (An empty or odd scheme still marks a URL: "://u:pw@h".)
 _URL_USERINFO = re.compile(
-    r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:@/]*):(?P<pw>.*)@")
+    r"^(?P<scheme>(?:[A-Za-z][A-Za-z0-9+.-]*)?://)(?P<user>[^:@/]*):(?P<pw>.*)@")
 # A URL inside a message: to the last "@" of its word.
 _USERINFO = re.compile(
-    r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:@/\s'\"]*):(?P<pw>[^\s'\"]*)@")
+    r"(?P<scheme>(?:[A-Za-z][A-Za-z0-9+.-]*)?://)(?P<user>[^:@/\s'\"]*):(?P<pw>[^\s'\"]*)@")
 _QUERY_PW = re.compile(r"(?i)([?&]password=)[^&\s'\"]*")
 
 

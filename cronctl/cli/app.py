@@ -77,6 +77,7 @@ class _CommandGroup(typer.core.TyperGroup):
         if command is None and cmd_name in COMMANDS:
             for name, loaded in _load_commands(COMMANDS[cmd_name]).items():
                 _with_global_options(loaded)
+                _checked_job_ids(loaded)
                 self.commands.setdefault(name, loaded)
             command = self.commands.get(cmd_name)
         return command
@@ -205,6 +206,25 @@ def _global_params() -> list[typer.core.TyperOption]:
     ]
 
 
+_JOB_PARAMS = ("job", "job_id")  # the parameters that name a job, in every command
+
+
+def _checked_job_ids(command: Any) -> None:
+    """Every parameter that names a job goes through :func:`cronctl.argtypes.job_argument`:
+    ``cancel --job $'\\xff'`` was a traceback from the database driver."""
+    from cronctl.argtypes import job_argument
+
+    def check(ctx: Any, param: Any, value: Any) -> Any:
+        shown = "--job" if param.opts and param.opts[0].startswith("-") else "JOB"
+        return job_argument(value, what=shown) if isinstance(value, str) else value
+
+    for param in command.params:
+        if param.name in _JOB_PARAMS and param.callback is None:
+            param.callback = check
+    for sub in getattr(command, "commands", {}).values():
+        _checked_job_ids(sub)
+
+
 def _with_global_options(command: Any) -> None:
     """SPEC: the global options work on every command, after its name too
     (``cronctl validate -c x.toml``), not only before it: on ``command`` and on each of
@@ -221,6 +241,7 @@ def main(argv: list[str] | None = None) -> None:
     command: Any = typer.main.get_command(app)  # a _CommandGroup
     for sub in command.commands.values():  # the commands registered on app beforehand
         _with_global_options(sub)
+        _checked_job_ids(sub)
     try:
         _completion_for_shell(sys.argv[1:] if argv is None else argv)
         code = command.main(args=argv, standalone_mode=False)
@@ -284,8 +305,9 @@ def _fail(message: str, code: int) -> NoReturn:
     """The one ``error:`` line, with what the user typed escaped where it could break the
     line or the terminal (control characters, surrogates from non-UTF-8 argv bytes)."""
     from cronctl.escaping import printable
+    from cronctl.redaction import redact
 
-    print(f"error: {printable(message)}", file=sys.stderr)
+    print(f"error: {printable(redact(message))}", file=sys.stderr)  # never a password
     raise SystemExit(code) from None
 
 

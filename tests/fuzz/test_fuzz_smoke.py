@@ -44,9 +44,9 @@ def _run(args: list[bytes], cwd: Path) -> subprocess.CompletedProcess[bytes]:
     ({"cronctl.toml": b'[scheduler]\njobs_dir = "~nosuchuser_cronctl/j"\n'}, [b"list"], (1,)),
     ({}, [b"-c", b"a" * 300, b"validate"], (1,)),
     # issue 25 item 13: each a traceback before
-    ({}, [b"cancel", b"--job", b"\xff"], (1, 3)),
-    ({}, [b"logs", b"--job", b"\xff"], (0, 1, 3)),
-    ({}, [b"history", b"\xff"], (0, 1, 3)),
+    ({}, [b"cancel", b"--job", b"\xff"], (2,)),
+    ({}, [b"logs", b"--job", b"\xff"], (2,)),
+    ({}, [b"history", b"\xff"], (2,)),
     ({}, [b"--database", b"\xff", b"status"], (0, 1)),
     ({}, [b"--database", b"a" * 300, b"status"], (2,)),
     ({}, [b"--database", b"postgresql://u@h:notaport/db", b"status"], (2,)),
