@@ -14,6 +14,7 @@ from typing import Any
 
 from cronctl import processes
 from cronctl.dispatch.base import DispatchRequest, LogSink, Outcome
+from cronctl.dispatch.escapees import new_tag
 from cronctl.dispatch.interceptors import Interceptors
 from cronctl.dispatch.output import OutputBudget
 from cronctl.dispatch.procenv import exit_text, signal_name
@@ -61,6 +62,8 @@ class _Child:
     kill_deadline: float | None = None
     finished: bool = False
     started_at: float = 0.0
+    # In its environment (CRONCTL_ATTEMPT_TAG): how what left its group is found.
+    tag: str = field(default_factory=new_tag)
 
 
 def _safe_log(sink: LogSink, level: int, message: str) -> None:

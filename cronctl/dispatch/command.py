@@ -40,6 +40,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from cronctl.dispatch import escapees
 from cronctl.dispatch.base import DispatchRequest, LogSink, Outcome, TargetUnresolved
 from cronctl.dispatch.children import (
     _Child,
@@ -77,6 +78,16 @@ _POLL_INTERVAL = 0.01  # only without pidfd support
 _MAX_WAIT = 3600.0
 
 
+class _Escaped:
+    """Processes of a finished attempt that got SIGTERM: SIGKILL when its timer fires."""
+
+    __slots__ = ("mark", "pids")
+
+    def __init__(self, pids: list[int], mark: bytes) -> None:
+        self.pids = pids
+        self.mark = mark
+
+
 class CommandHandle:
     """Returned by :meth:`CommandDispatcher.start`; both methods only post to the reactor."""
 
@@ -109,7 +120,7 @@ class _Reactor:
         self._sel.register(self._wake_r, selectors.EVENT_READ, None)
         self._inbox: deque[tuple[Any, ...]] = deque()
         self._children: set[_Child] = set()
-        self._timers: list[tuple[float, int, _Child]] = []
+        self._timers: list[tuple[float, int, _Child | _Escaped]] = []
         self._seq = itertools.count()
         self._closing = False
         self.pidfd_missing = not hasattr(os, "pidfd_open")
@@ -158,6 +169,9 @@ class _Reactor:
                 if self.pidfd_missing:
                     self._poll_children()
                 if self._closing and not self._children and not self._inbox:
+                    for _, _, item in self._timers:  # nobody will fire these any more
+                        if isinstance(item, _Escaped):
+                            escapees.signal_marked(item.pids, item.mark, signal.SIGKILL)
                     return
         except Exception:  # pragma: no cover - a bug; keep the process informative
             log.exception("command reactor crashed")
@@ -215,13 +229,15 @@ class _Reactor:
         if switch is not None and switch.groups is not None:
             credentials = {"user": switch.uid, "group": switch.gid,
                            "extra_groups": list(switch.groups)}
+        env = command_env(child.request, target, None if switch is None else switch.env)
+        env[escapees.TAG_ENV] = child.tag  # (after the job's env: it cannot override it)
         try:
             proc = subprocess.Popen(
                 argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                env=command_env(child.request, target, None if switch is None else switch.env),
+                env=env,
                 cwd=target.cwd or None,
                 start_new_session=True,
                 close_fds=True,
@@ -293,7 +309,9 @@ class _Reactor:
         now = time.monotonic()
         while self._timers and self._timers[0][0] <= now:
             _, _, child = heapq.heappop(self._timers)
-            if not child.finished:
+            if isinstance(child, _Escaped):
+                escapees.signal_marked(child.pids, child.mark, signal.SIGKILL)
+            elif not child.finished:
                 self._kill(child, signal.SIGKILL)
 
     def _poll_children(self) -> None:
@@ -385,6 +403,7 @@ class _Reactor:
             child.pidfd = None
         for level, message in child.budget.finish():  # what was dropped, and the tail
             _safe_log(child.sink, level, message)
+        self._end_escapees(child)
         if self.supervisor is not None:  # (before the reap: the zombie pins the group id)
             self.supervisor.ending(proc.pid)
         returncode, usage = _reap(proc)
@@ -403,6 +422,24 @@ class _Reactor:
             outcome = Outcome(ExecutionStatus.FAILED, error=error, exit_code=returncode,
                               usage=usage)
         self._complete(child, outcome)
+
+    def _end_escapees(self, child: _Child) -> None:
+        """What the attempt started outside its process group (``setsid``) ends with it:
+        SIGTERM now, SIGKILL after ``kill_timeout`` (at once at shutdown)."""
+        mark = escapees.marker(child.tag)
+        found = escapees.find(mark)
+        if not found:
+            return
+        now = child.stop_reason == "shutdown"
+        sent = escapees.signal_marked(found, mark, signal.SIGKILL if now else signal.SIGTERM)
+        if not sent:
+            return
+        _safe_log(child.sink, logging.WARNING,
+                  f"ended {len(sent)} process(es) the attempt started outside its process "
+                  f"group (setsid): pid {', '.join(map(str, sent))}")
+        if not now:
+            deadline = time.monotonic() + child.request.job.kill_timeout.total_seconds()
+            heapq.heappush(self._timers, (deadline, next(self._seq), _Escaped(sent, mark)))
 
     def _complete(self, child: _Child, outcome: Outcome) -> None:
         if child.finished:

@@ -1,0 +1,67 @@
+"""Processes of an attempt that left its process group (``setsid``, a double fork).
+
+Killing the attempt's process group misses them, and once their parent exits they belong
+to init: the process tree no longer leads to them either. What they keep is the
+environment they inherited: each command gets ``CRONCTL_ATTEMPT_TAG``, a value of its own
+(random: the occurrence id and attempt are the same for two schedulers on one host), set
+after the job's ``env`` so that cannot override it. When an attempt ends (success,
+failure, timeout, cancel), the reactor looks for the processes that still carry it and
+ends them as it ends a command: SIGTERM, then SIGKILL after ``kill_timeout``.
+
+A process that cleared or replaced its environment, or runs as another user whose
+``/proc/<pid>/environ`` the scheduler may not read, is not found. Reading every
+process's environment costs about 10 microseconds a process (1 ms on a host with 100).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import uuid
+
+TAG_ENV = "CRONCTL_ATTEMPT_TAG"
+
+
+def new_tag() -> str:
+    return uuid.uuid4().hex
+
+
+def marker(tag: str) -> bytes:
+    """The environment entry every process of the attempt tagged ``tag`` inherits."""
+    return f"\0{TAG_ENV}={tag}\0".encode()
+
+
+def _environ(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as file:
+            return b"\0" + file.read()  # (so the first entry also follows a NUL)
+    except OSError:  # gone, not ours to read, no /proc
+        return b""
+
+
+def carries(pid: int, mark: bytes) -> bool:
+    return mark in _environ(pid)
+
+
+def find(mark: bytes) -> list[int]:
+    """The pids of the processes (other than this one) that carry ``mark``."""
+    own = os.getpid()
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    return [int(name) for name in names
+            if name.isdigit() and int(name) != own and carries(int(name), mark)]
+
+
+def signal_marked(pids: list[int], mark: bytes, sig: signal.Signals) -> list[int]:
+    """Send ``sig`` to those of ``pids`` that still carry ``mark`` (a pid reused since
+    does not); the ones signalled."""
+    sent: list[int] = []
+    for pid in pids:
+        if carries(pid, mark):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+                sent.append(pid)
+    return sent

@@ -1,0 +1,118 @@
+"""Processes a command starts outside its process group (``setsid``) end with its
+attempt: SIGTERM when it ends (success, timeout), SIGKILL after ``kill_timeout``. Real
+processes, no mocks."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from cronctl.dispatch.command import CommandDispatcher
+from cronctl.dispatch.testing import OutcomeRecorder, RecordingSink, request_for
+from cronctl.jobs.model import CommandTarget, ExecutionStatus, JobDefinition
+
+KILL_TIMEOUT = 0.3
+
+
+@pytest.fixture
+def dispatcher() -> Iterator[CommandDispatcher]:
+    d = CommandDispatcher()
+    yield d
+    d.shutdown(wait=False)
+
+
+def escaping(pid_file: Path, *, ignore_term: bool = False, then: str = "exit 0") -> str:
+    """A shell line that starts ``sleep 300`` in a session of its own (its pid in
+    ``pid_file``), waits until it runs, then does ``then``."""
+    trap = "trap '' TERM; " if ignore_term else ""
+    return (f"setsid sh -c \"{trap}echo \\$\\$ > {pid_file}.tmp && mv {pid_file}.tmp "
+            f"{pid_file}; exec sleep 300\" & "
+            f"while [ ! -s {pid_file} ]; do sleep 0.01; done; {then}")
+
+
+def run(dispatcher: CommandDispatcher, line: str, timeout: float | None = None,
+        occurrence_id: str | None = None) -> tuple[RecordingSink, OutcomeRecorder]:
+    definition = JobDefinition(
+        id="escaper", target=CommandTarget(argv=(line,), shell=True), cron="* * * * * *",
+        kill_timeout=timedelta(seconds=KILL_TIMEOUT),
+        timeout=None if timeout is None else timedelta(seconds=timeout))
+    sink, done = RecordingSink(), OutcomeRecorder()
+    handle = dispatcher.start(request_for(definition, occurrence_id=occurrence_id), sink, done)
+    if timeout is not None:
+        time.sleep(timeout)
+        handle.abandon()  # what the runtime does at the timeout
+    done.wait(10)
+    return sink, done
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def gone_within(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not alive(pid):
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_a_setsid_process_ends_with_a_successful_attempt(dispatcher: CommandDispatcher,
+                                                         tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    sink, done = run(dispatcher, escaping(pid_file))
+    assert done.outcomes[0].status is ExecutionStatus.SUCCEEDED
+    pid = int(pid_file.read_text())
+    assert gone_within(pid, KILL_TIMEOUT), "the setsid sleep outlived its attempt"
+    assert (logging.WARNING, "ended 1 process(es) the attempt started outside its process "
+            f"group (setsid): pid {pid}") in sink.lines
+
+
+def test_one_that_ignores_sigterm_gets_sigkill_after_kill_timeout(
+        dispatcher: CommandDispatcher, tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    _sink, done = run(dispatcher, escaping(pid_file, ignore_term=True))
+    assert done.outcomes[0].status is ExecutionStatus.SUCCEEDED
+    pid = int(pid_file.read_text())
+    time.sleep(KILL_TIMEOUT / 3)
+    assert alive(pid)  # SIGTERM ignored
+    assert gone_within(pid, KILL_TIMEOUT + 1.0)
+
+
+def test_a_timed_out_attempt_takes_them_along(dispatcher: CommandDispatcher,
+                                              tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    _sink, done = run(dispatcher, escaping(pid_file, then="sleep 300"), timeout=0.5)
+    assert done.outcomes[0].status is ExecutionStatus.FAILED
+    assert gone_within(int(pid_file.read_text()), KILL_TIMEOUT)
+
+
+def test_processes_of_other_attempts_are_left_alone(dispatcher: CommandDispatcher,
+                                                    tmp_path: Path) -> None:
+    # The same occurrence and attempt (two schedulers on one host run every_instance
+    # jobs alike): each attempt still ends only its own.
+    first, second = tmp_path / "one", tmp_path / "two"
+    long = dispatcher.start(request_for(JobDefinition(
+        id="escaper", target=CommandTarget(argv=(escaping(first, then="sleep 300"),),
+                                           shell=True),
+        cron="* * * * * *", kill_timeout=timedelta(seconds=KILL_TIMEOUT)),
+        occurrence_id="occ-same"), RecordingSink(), OutcomeRecorder())
+    try:
+        deadline = time.monotonic() + 5
+        while not first.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        run(dispatcher, escaping(second), occurrence_id="occ-same")
+        assert gone_within(int(second.read_text()), KILL_TIMEOUT)
+        assert alive(int(first.read_text()))
+    finally:
+        long.cancel()
