@@ -76,6 +76,7 @@ _POLL_INTERVAL = 0.01  # only without pidfd support
 # epoll/poll take milliseconds as a C int (~24.8 days at most); a longer wait (a kill
 # timeout may be up to 100 years) would raise OverflowError, so wait in steps.
 _MAX_WAIT = 3600.0
+_SHORT_ATTEMPT = 60.0  # seconds: escapees are looked for among the pids after its leader
 
 
 class _Escaped:
@@ -427,7 +428,11 @@ class _Reactor:
         """What the attempt started outside its process group (``setsid``) ends with it:
         SIGTERM now, SIGKILL after ``kill_timeout`` (at once at shutdown)."""
         mark = escapees.marker(child.tag)
-        found = escapees.find(mark)
+        proc = child.proc
+        assert proc is not None
+        # A minute cannot use up the pid space (pid_max >= 32768): look after the leader.
+        short = time.monotonic() - child.started_at < _SHORT_ATTEMPT
+        found = escapees.find(mark, proc.pid if short else None)
         if not found:
             return
         now = child.stop_reason == "shutdown"

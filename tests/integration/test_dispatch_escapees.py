@@ -116,3 +116,22 @@ def test_processes_of_other_attempts_are_left_alone(dispatcher: CommandDispatche
         assert alive(int(first.read_text()))
     finally:
         long.cancel()
+
+
+def test_find_looks_only_after_the_leader_when_told() -> None:
+    import os
+    import subprocess
+
+    from cronctl.dispatch import escapees
+
+    tag = escapees.new_tag()
+    proc = subprocess.Popen(["sleep", "30"], env={**os.environ, escapees.TAG_ENV: tag})
+    try:
+        mark = escapees.marker(tag)
+        assert escapees.find(mark) == [proc.pid]
+        assert escapees.find(mark, proc.pid - 1) == [proc.pid]
+        assert escapees.find(mark, proc.pid) == []  # allocated before: not looked at
+        assert escapees.find(escapees.marker(escapees.new_tag())) == []
+    finally:
+        proc.kill()
+        proc.wait()
