@@ -432,7 +432,7 @@ class _Reactor:
         assert proc is not None
         # A minute cannot use up the pid space (pid_max >= 32768): look after the leader.
         short = time.monotonic() - child.started_at < _SHORT_ATTEMPT
-        found = escapees.find(mark, proc.pid if short else None)
+        found = escapees.find(mark, proc.pid if short else None, group=proc.pid)
         if not found:
             return
         now = child.stop_reason == "shutdown"

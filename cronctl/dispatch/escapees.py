@@ -55,8 +55,16 @@ def _last_pid() -> int | None:
         return None
 
 
-def find(mark: bytes, after: int | None = None) -> list[int]:
-    """The pids of the processes (other than this one) that carry ``mark``; with
+def _in_group(pid: int, group: int) -> bool:
+    try:
+        return os.getpgid(pid) == group
+    except OSError:
+        return True  # gone already
+
+
+def find(mark: bytes, after: int | None = None, group: int | None = None) -> list[int]:
+    """The pids of the processes (other than this one) that carry ``mark``, outside
+    process group ``group`` (its members just got SIGKILL and may not be gone yet); with
     ``after`` (the leader's pid, when the pids cannot have wrapped around since it
     started), only those allocated after it."""
     own = os.getpid()
@@ -71,7 +79,8 @@ def find(mark: bytes, after: int | None = None) -> list[int]:
             pids = [pid for pid in pids if after < pid <= last]
         else:  # wrapped past pid_max once
             pids = [pid for pid in pids if pid > after or pid <= last]
-    return [pid for pid in pids if pid != own and carries(pid, mark)]
+    return [pid for pid in pids if pid != own and carries(pid, mark)
+            and (group is None or not _in_group(pid, group))]
 
 
 def signal_marked(pids: list[int], mark: bytes, sig: signal.Signals) -> list[int]:

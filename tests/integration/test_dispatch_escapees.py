@@ -135,3 +135,12 @@ def test_find_looks_only_after_the_leader_when_told() -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_members_of_its_own_group_are_not_reported_as_escaped(
+        dispatcher: CommandDispatcher) -> None:
+    # A background child in the group ends by the group's SIGKILL, never as an escapee.
+    for _ in range(5):
+        sink, done = run(dispatcher, "sleep 30 & sleep 30 & exit 0")
+        assert done.outcomes[0].status is ExecutionStatus.SUCCEEDED
+        assert not [m for _, m in sink.lines if "outside its process group" in m]
