@@ -10,7 +10,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from cronctl import processes
 from cronctl.dispatch.base import DispatchRequest, LogSink, Outcome
@@ -118,3 +118,28 @@ def _stop_outcome(child: _Child, returncode: int | None) -> Outcome:
         return Outcome(ExecutionStatus.CANCELLED, error="killed at scheduler shutdown",
                        exit_code=returncode)
     return Outcome(ExecutionStatus.CANCELLED, error="cancelled" + how, exit_code=returncode)
+
+
+class _Posts(Protocol):
+    def post(self, message: tuple[Any, ...]) -> None: ...
+
+
+class CommandHandle:
+    """Returned by :meth:`CommandDispatcher.start`; both methods only post to the reactor."""
+
+    __slots__ = ("_child", "_reactor")
+
+    def __init__(self, reactor: _Posts, child: _Child) -> None:
+        self._reactor = reactor
+        self._child = child
+
+    def cancel(self) -> None:
+        self._reactor.post(("stop", self._child, "cancel"))
+
+    def abandon(self) -> None:
+        self._reactor.post(("stop", self._child, "timeout"))
+
+    @property
+    def pid(self) -> int | None:
+        proc = self._child.proc
+        return None if proc is None else proc.pid

@@ -43,6 +43,7 @@ from typing import Any
 from cronctl.dispatch import escapees
 from cronctl.dispatch.base import DispatchRequest, LogSink, Outcome, TargetUnresolved
 from cronctl.dispatch.children import (
+    CommandHandle,
     _Child,
     _exited,
     _reap,
@@ -76,38 +77,6 @@ _POLL_INTERVAL = 0.01  # only without pidfd support
 # epoll/poll take milliseconds as a C int (~24.8 days at most); a longer wait (a kill
 # timeout may be up to 100 years) would raise OverflowError, so wait in steps.
 _MAX_WAIT = 3600.0
-_SHORT_ATTEMPT = 60.0  # seconds: escapees are looked for among the pids after its leader
-
-
-class _Escaped:
-    """Processes of a finished attempt that got SIGTERM: SIGKILL when its timer fires."""
-
-    __slots__ = ("mark", "pids")
-
-    def __init__(self, pids: list[int], mark: bytes) -> None:
-        self.pids = pids
-        self.mark = mark
-
-
-class CommandHandle:
-    """Returned by :meth:`CommandDispatcher.start`; both methods only post to the reactor."""
-
-    __slots__ = ("_child", "_reactor")
-
-    def __init__(self, reactor: _Reactor, child: _Child) -> None:
-        self._reactor = reactor
-        self._child = child
-
-    def cancel(self) -> None:
-        self._reactor.post(("stop", self._child, "cancel"))
-
-    def abandon(self) -> None:
-        self._reactor.post(("stop", self._child, "timeout"))
-
-    @property
-    def pid(self) -> int | None:
-        proc = self._child.proc
-        return None if proc is None else proc.pid
 
 
 class _Reactor:
@@ -121,7 +90,7 @@ class _Reactor:
         self._sel.register(self._wake_r, selectors.EVENT_READ, None)
         self._inbox: deque[tuple[Any, ...]] = deque()
         self._children: set[_Child] = set()
-        self._timers: list[tuple[float, int, _Child | _Escaped]] = []
+        self._timers: list[tuple[float, int, _Child | escapees.Escaped]] = []
         self._seq = itertools.count()
         self._closing = False
         self.pidfd_missing = not hasattr(os, "pidfd_open")
@@ -171,7 +140,7 @@ class _Reactor:
                     self._poll_children()
                 if self._closing and not self._children and not self._inbox:
                     for _, _, item in self._timers:  # nobody will fire these any more
-                        if isinstance(item, _Escaped):
+                        if isinstance(item, escapees.Escaped):
                             escapees.signal_marked(item.pids, item.mark, signal.SIGKILL)
                     return
         except Exception:  # pragma: no cover - a bug; keep the process informative
@@ -310,7 +279,7 @@ class _Reactor:
         now = time.monotonic()
         while self._timers and self._timers[0][0] <= now:
             _, _, child = heapq.heappop(self._timers)
-            if isinstance(child, _Escaped):
+            if isinstance(child, escapees.Escaped):
                 escapees.signal_marked(child.pids, child.mark, signal.SIGKILL)
             elif not child.finished:
                 self._kill(child, signal.SIGKILL)
@@ -425,26 +394,15 @@ class _Reactor:
         self._complete(child, outcome)
 
     def _end_escapees(self, child: _Child) -> None:
-        """What the attempt started outside its process group (``setsid``) ends with it:
-        SIGTERM now, SIGKILL after ``kill_timeout`` (at once at shutdown)."""
-        mark = escapees.marker(child.tag)
-        proc = child.proc
-        assert proc is not None
-        # A minute cannot use up the pid space (pid_max >= 32768): look after the leader.
-        short = time.monotonic() - child.started_at < _SHORT_ATTEMPT
-        found = escapees.find(mark, proc.pid if short else None, group=proc.pid)
-        if not found:
-            return
-        now = child.stop_reason == "shutdown"
-        sent = escapees.signal_marked(found, mark, signal.SIGKILL if now else signal.SIGTERM)
-        if not sent:
-            return
-        _safe_log(child.sink, logging.WARNING,
-                  f"ended {len(sent)} process(es) the attempt started outside its process "
-                  f"group (setsid): pid {', '.join(map(str, sent))}")
-        if not now:
+        """What the attempt started outside its process group (``setsid``) ends with it
+        (:func:`cronctl.dispatch.escapees.end_escaped`); SIGKILL on the timer heap."""
+        assert child.proc is not None
+        pending = escapees.end_escaped(
+            child.tag, child.proc.pid, child.started_at, shutdown=child.stop_reason == "shutdown",
+            warn=lambda text: _safe_log(child.sink, logging.WARNING, text))
+        if pending is not None:
             deadline = time.monotonic() + child.request.job.kill_timeout.total_seconds()
-            heapq.heappush(self._timers, (deadline, next(self._seq), _Escaped(sent, mark)))
+            heapq.heappush(self._timers, (deadline, next(self._seq), pending))
 
     def _complete(self, child: _Child, outcome: Outcome) -> None:
         if child.finished:

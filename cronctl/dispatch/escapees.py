@@ -21,7 +21,9 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import time
 import uuid
+from collections.abc import Callable
 
 TAG_ENV = "CRONCTL_ATTEMPT_TAG"
 
@@ -93,3 +95,36 @@ def signal_marked(pids: list[int], mark: bytes, sig: signal.Signals) -> list[int
                 os.kill(pid, sig)
                 sent.append(pid)
     return sent
+
+
+SHORT_ATTEMPT = 60.0  # seconds: escapees are looked for among the pids after its leader
+
+
+class Escaped:
+    """Processes of a finished attempt that got SIGTERM: SIGKILL when its timer fires."""
+
+    __slots__ = ("mark", "pids")
+
+    def __init__(self, pids: list[int], mark: bytes) -> None:
+        self.pids = pids
+        self.mark = mark
+
+
+def end_escaped(tag: str, leader: int, started_at: float, *, shutdown: bool,
+                warn: Callable[[str], None]) -> Escaped | None:
+    """The attempt tagged ``tag`` (its leader ``leader``, started at monotonic
+    ``started_at``) ended: SIGTERM (SIGKILL at ``shutdown``) to what it started outside its
+    process group, one ``warn`` line naming them. Returns what still needs its SIGKILL
+    after ``kill_timeout`` (``None``: nothing, or killed at once)."""
+    mark = marker(tag)
+    # A minute cannot use up the pid space (pid_max >= 32768): look after the leader.
+    short = time.monotonic() - started_at < SHORT_ATTEMPT
+    found = find(mark, leader if short else None, group=leader)
+    if not found:
+        return None
+    sent = signal_marked(found, mark, signal.SIGKILL if shutdown else signal.SIGTERM)
+    if not sent:
+        return None
+    warn(f"ended {len(sent)} process(es) the attempt started outside its process group "
+         f"(setsid): pid {', '.join(map(str, sent))}")
+    return None if shutdown else Escaped(sent, mark)
