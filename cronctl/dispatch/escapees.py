@@ -128,3 +128,16 @@ def end_escaped(tag: str, leader: int, started_at: float, *, shutdown: bool,
     warn(f"ended {len(sent)} process(es) the attempt started outside its process group "
          f"(setsid): pid {', '.join(map(str, sent))}")
     return None if shutdown else Escaped(sent, mark)
+
+
+def end_left_behind(occurrence_id: str, attempt: int, group: int | None) -> list[int]:
+    """Recovery of an attempt whose scheduler died (SIGKILL): SIGKILL to what that attempt
+    started outside its process group and still runs on this host (``setsid``), found by
+    its occurrence id and attempt in their environment. Its process group died with the
+    scheduler (the parent-death signal); these are what would otherwise run on beside
+    the next attempt. Members of its recorded process ``group`` are left to recovery,
+    which ends the group and records when. The pids signalled."""
+    mark = f"\0CRONCTL_OCCURRENCE_ID={occurrence_id}\0".encode()
+    attempt_mark = f"\0CRONCTL_ATTEMPT={attempt}\0".encode()
+    found = [pid for pid in find(mark, group=group) if carries(pid, attempt_mark)]
+    return signal_marked(found, mark, signal.SIGKILL) if found else []

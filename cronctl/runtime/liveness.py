@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 
 from cronctl import processes
+from cronctl.dispatch import escapees
 from cronctl.errors import first_line
 from cronctl.jobs.model import ExecutionStatus, JobDefinition
 from cronctl.runtime.logsetup import ids
@@ -80,6 +81,16 @@ def _signal(pgid: int, members: Sequence[int], sig: signal.Signals) -> None:
         for pid in members:
             with contextlib.suppress(OSError):
                 os.kill(pid, sig)
+
+
+def _end_escaped(r: ExecutionRecord) -> None:
+    """What an interrupted attempt started outside its process group (``setsid``) and
+    that still runs on this host: ended before the next attempt (SIGKILL)."""
+    killed = escapees.end_left_behind(r.occurrence_id, r.attempt, r.pgid)
+    if killed:
+        log.warning("ended %d process(es) exec=%s started outside its process group and "
+                    "left running when its scheduler died: pid %s", len(killed), r.id,
+                    ", ".join(map(str, killed)), extra=ids(r.job_id, r.id))
 
 
 class Liveness:
@@ -233,6 +244,8 @@ class Liveness:
         ready: list[ExecutionRecord] = []
         ends: dict[int, datetime] = {}
         for r in rows:
+            if r.status is ExecutionStatus.RUNNING:
+                _end_escaped(r)  # (its process group is ended below, or is gone)
             if r.status is ExecutionStatus.RUNNING and r.pgid is not None and \
                     processes.group_members(r.pgid, r.process_start):
                 with self._guard:
@@ -263,6 +276,8 @@ class Liveness:
         this host (in line); their end times."""
         ends: dict[int, datetime] = {}
         for r in rows:
+            if r.status is ExecutionStatus.RUNNING:
+                _end_escaped(r)
             if (r.status is ExecutionStatus.RUNNING and r.pgid is not None
                     and end_group(r.pgid, r.process_start, self._kill_timeout(r.job_id))):
                 self._log_ended(r)

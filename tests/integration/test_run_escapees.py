@@ -52,3 +52,49 @@ def test_a_setsid_sleep_is_gone_after_a_successful_attempt(tmp_path: Path) -> No
     finally:
         running.stop()
     assert rows[0].status is ExecutionStatus.SUCCEEDED, rows[0].error
+
+
+def test_a_setsid_process_of_a_killed_scheduler_ends_before_the_next_attempt(
+        tmp_path: Path) -> None:
+    """The scheduler is SIGKILLed while its command runs: the command's process group dies
+    with it (the parent-death signal), but what the command started with ``setsid`` does
+    not. Recovery ends it (it ran on beside the next attempt before)."""
+    import os
+    import signal
+
+    project = Project(tmp_path, f"sqlite:///{tmp_path / 'state.db'}")
+    pid_file = tmp_path / "pid"
+    line = (f"setsid sh -c 'echo $$ > {pid_file}.tmp && mv {pid_file}.tmp {pid_file}; "
+            f"exec sleep 300' & exec sleep 60")
+    project.jobs(f'[jobs.leave]\ncron = "0 0 3 * * *"\nshell = true\ncommand = "{line}"\n'
+                 'max_attempts = 2\n')
+    first = project.start(log_name="first.log")
+    second = None
+    pid = None
+    try:
+        assert first.wait_for(lambda t: "ready node=" in t, 20), first.text()
+        assert project.cli("trigger", "leave").returncode == 0
+        deadline = time.monotonic() + 10
+        while not pid_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        pid = int(pid_file.read_text())
+        os.killpg(first.proc.pid, signal.SIGKILL)
+        first.proc.wait(5)
+        assert alive(pid)  # it escaped the process group
+        pid_file.unlink()
+        second = project.start(log_name="second.log")
+        assert second.wait_for(lambda t: "ready node=" in t, 20), second.text()
+        assert second.wait_for(lambda t: "left running when its scheduler died" in t, 10), (
+            second.text())
+        ended = time.monotonic()
+        while alive(pid) and time.monotonic() - ended < 2.0:
+            time.sleep(0.02)
+        assert not alive(pid), "the setsid sleep of the killed scheduler's attempt lives on"
+    finally:
+        if second is not None:
+            second.stop()
+        first.kill()
+        if pid is not None and alive(pid):
+            os.kill(pid, signal.SIGKILL)
+        if pid_file.exists():
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)
