@@ -25,22 +25,22 @@ def scheduled_iso(request: DispatchRequest) -> str:
 WORKER_PATH = "CRONCTL_WORKER_PATH"
 WORKER_PAYLOAD = "CRONCTL_WORKER_PAYLOAD"
 
-# The scheduler's own settings and secrets, never a child's: its database URL (and
-# libpq's password, service and pass files), its config, systemd's credentials and the
-# sockets and watchdog of the service itself.
-_OWN = ("CRONCTL_", "PGPASS", "PGSERVICE", "PGSSLKEY")
-_OWN_NAMES = frozenset(("CREDENTIALS_DIRECTORY", "NOTIFY_SOCKET", "WATCHDOG_USEC",
-                        "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES"))
+# What a child inherits of the scheduler's environment: what cron passes (PATH, HOME,
+# SHELL, LOGNAME, USER, the locale, TZ), and PYTHONUNBUFFERED (the unit sets it) so that
+# Python jobs' lines reach the log as they are printed. Nothing else: the rest is the
+# scheduler's own (CRONCTL_DATABASE_URL with its password, PGPASSWORD, NOTIFY_SOCKET,
+# CREDENTIALS_DIRECTORY, ...). A job passes what else it needs in its own env.
+INHERITED = frozenset(("PATH", "HOME", "SHELL", "LOGNAME", "USER", "LANG", "LANGUAGE", "TZ",
+                       "PYTHONUNBUFFERED"))
+DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
 def child_environ() -> dict[str, str]:
-    """The environment every child (job command, notify command) starts from: the
-    service's (under systemd already small: PATH, LANG, ...), without the variables that
-    are cronctl's own settings or secrets (``CRONCTL_*``: the database URL, the config;
-    ``PGPASSWORD``/``PGPASSFILE``/``PGSERVICE*``; ``CREDENTIALS_DIRECTORY``; systemd's
-    notify socket, watchdog and sockets)."""
-    return {k: v for k, v in os.environ.items()
-            if not k.startswith(_OWN) and k not in _OWN_NAMES}
+    """The environment every child (job command, notify command) starts from, like
+    cron's: :data:`INHERITED` and ``LC_*`` of the scheduler's, ``PATH`` defaulted."""
+    env = {k: v for k, v in os.environ.items() if k in INHERITED or k.startswith("LC_")}
+    env.setdefault("PATH", DEFAULT_PATH)
+    return env
 
 
 def command_env(request: DispatchRequest, target: CommandTarget,

@@ -32,9 +32,14 @@ from cronctl.store import Store
 ATTEMPT = r'''
 import os, sys, time
 e = os.environ
+# The node is the scheduler that started this command: its config is <root>/<node>.toml
+# (a job's environment holds nothing of the scheduler's, and every node shares jobs.d).
+with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
+    argv = f.read().split(b"\0")
+NODE = os.path.basename(argv[argv.index(b"-c") + 1].decode())[:-len(".toml")]
 def rec(kind):
     line = (f"{kind} {e['CRONCTL_JOB_ID']} {e['CRONCTL_OCCURRENCE_ID']} "
-            f"{e['CRONCTL_EXECUTION_ID']} {e['CRONCTL_ATTEMPT']} {e['NEMESIS_NODE']} "
+            f"{e['CRONCTL_EXECUTION_ID']} {e['CRONCTL_ATTEMPT']} {NODE} "
             f"{os.getpid()} {time.time():.6f}\n")
     fd = os.open(e["NEMESIS_LOG"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
@@ -56,14 +61,15 @@ STEP = {**{j: timedelta(seconds=5) for j in SOLO}, **{j: timedelta(seconds=2) fo
 
 def jobs_toml(root: Path) -> str:
     script = root / "attempt.py"
+    log = f'env = {{ NEMESIS_LOG = "{root / "attempts.log"}" }}\n'
     out = []
     for i, job in enumerate(SOLO):
         out.append(f'[jobs.{job}]\nevery = "5s"\nanchor = "1970-01-01T00:00:0{2 * i}Z"\n'
                    'mode = "single_instance"\nmax_attempts = 3\nretry_backoff = "1s"\n'
-                   f'command = ["{sys.executable}", "-I", "-S", "{script}", "3"]\n')
+                   f'command = ["{sys.executable}", "-I", "-S", "{script}", "3"]\n{log}')
     for job in EACH:
         out.append(f'[jobs.{job}]\nevery = "2s"\nmode = "every_instance"\n'
-                   f'command = ["{sys.executable}", "-I", "-S", "{script}", "0.3"]\n')
+                   f'command = ["{sys.executable}", "-I", "-S", "{script}", "0.3"]\n{log}')
     return "\n".join(out)
 
 
@@ -144,8 +150,6 @@ class Cluster:
         env = {k: v for k, v in os.environ.items()
                if k not in ("NOTIFY_SOCKET", "WATCHDOG_USEC", "CRONCTL_DATABASE_URL",
                             "CRONCTL_CONFIG")}
-        env["NEMESIS_LOG"] = str(self.log)
-        env["NEMESIS_NODE"] = node
         return env
 
     def start(self, name: str) -> None:

@@ -87,12 +87,16 @@ def flaky(ctx):
 # scheduler's pid ($PPID), like the Python handlers (which run in the scheduler): when
 # the scheduler is SIGKILLed the shell dies with it (parent-death signal) without
 # writing its end, which is then the time of that kill.
-HANG = ('rec() { echo "$1 $CRONCTL_JOB_ID $(date -d "$CRONCTL_SCHEDULED_AT" +%s.000000) '
-        '$CRONCTL_ATTEMPT $CRONCTL_CHAOS_NODE $PPID $(date +%s.%N) $CRONCTL_FENCING_TOKEN" '
+# (A command inherits nothing of its scheduler's environment but cron's few variables:
+# the log path comes in the job's env, the node from its scheduler's config file name.)
+HANG = ('NODE=$(tr "\\000" "\\n" < /proc/$PPID/cmdline | sed -n "/^-c$/{n;p;q}"); '
+        'NODE=$(basename "$NODE" .toml); '
+        'rec() { echo "$1 $CRONCTL_JOB_ID $(date -d "$CRONCTL_SCHEDULED_AT" +%s.000000) '
+        '$CRONCTL_ATTEMPT $NODE $PPID $(date +%s.%N) $CRONCTL_FENCING_TOKEN" '
         '>> "$CRONCTL_CHAOS_LOG"; }; trap \'rec E; exit 143\' TERM; rec S; sleep 30 & wait')
 
 
-def _jobs() -> str:
+def _jobs(log: Path) -> str:
     out = []
     for i in range(24):
         out.append(f'[jobs.quick-{i:02d}]\nevery = "1s"\nmode = "single_instance"\n'
@@ -107,7 +111,8 @@ def _jobs() -> str:
     for i in range(2):
         out.append(f'[jobs.hang-{i}]\nevery = "3s"\nmode = "single_instance"\n'
                    f'shell = true\ncommand = {json.dumps(HANG)}\ntimeout = "2s"\n'
-                   'kill_timeout = "1s"\nmax_attempts = 2\nretry_backoff = "1s"\n')
+                   'kill_timeout = "1s"\nmax_attempts = 2\nretry_backoff = "1s"\n'
+                   f'env = {{ CRONCTL_CHAOS_LOG = "{log}" }}\n')
     return "\n".join(out)
 
 
@@ -203,7 +208,7 @@ def run_chaos(root: Path, url: str, server: PrivatePostgres | None) -> dict[str,
     (root / "jobs.d").mkdir(parents=True)
     (root / "handlers").mkdir()
     (root / "handlers" / "chaos_handlers.py").write_text(HANDLERS)
-    (root / "jobs.d" / "chaos.toml").write_text(_jobs())
+    (root / "jobs.d" / "chaos.toml").write_text(_jobs(root / "handlers.log"))
     cluster = Cluster(root, url)
     for name in NODES:
         config = root / f"{name}.toml"

@@ -18,7 +18,7 @@ def _cronctl(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[s
                           env={**base, **env}, capture_output=True, text=True, timeout=60)
 
 
-def test_a_command_never_sees_cronctls_own_secrets(tmp_path: Path) -> None:
+def test_a_command_gets_crons_small_environment(tmp_path: Path) -> None:
     seen = tmp_path / "env.txt"
     (tmp_path / "jobs.d").mkdir()
     (tmp_path / "jobs.d" / "a.toml").write_text(
@@ -28,13 +28,14 @@ def test_a_command_never_sees_cronctls_own_secrets(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'state.db'}"
     done = _cronctl(tmp_path, "trigger", "--here", "dump", CRONCTL_DATABASE_URL=url,
                     PGPASSWORD="s3cret", CREDENTIALS_DIRECTORY=str(tmp_path),
-                    KEEP_ME="yes")
+                    KEEP_ME="yes", LC_ALL="C.UTF-8")
     assert done.returncode == 0, done.stderr
     env = dict(line.split("=", 1) for line in seen.read_text().splitlines() if "=" in line)
     assert "CRONCTL_DATABASE_URL" not in env and "PGPASSWORD" not in env
     assert "CREDENTIALS_DIRECTORY" not in env
     assert env["CRONCTL_JOB_ID"] == "dump" and env["MINE"] == "kept"
-    assert env["KEEP_ME"] == "yes"  # the service's own environment otherwise
+    assert "KEEP_ME" not in env  # nothing of the service's but cron's few variables
+    assert env["PATH"] == os.environ["PATH"] and env["LC_ALL"] == "C.UTF-8"
     assert "s3cret" not in seen.read_text() and url not in seen.read_text()
 
 
