@@ -157,7 +157,8 @@ def test_trigger_wait_is_bounded(project: Project) -> None:
         out, err = waiter.communicate(timeout=20)
         assert time.monotonic() - killed < 10
         assert waiter.returncode == 1, (out, err)
-        assert "stopped answering, and no live scheduler is left to recover it" in err, err
+        # (killed after it started the run, or just before its "started" landed)
+        assert "stopped answering, and no live scheduler is left" in err, err
         assert "Traceback" not in err
     finally:
         run.kill()
