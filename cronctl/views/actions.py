@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from cronctl.errors import CronctlError, UsageError
@@ -131,8 +131,6 @@ class Waiting:
         """The live nodes, looked up at most once a second."""
         mono = time.monotonic()
         if mono - self._checked >= LIVE_CHECK:
-            from datetime import UTC
-
             self._live = {n.node_id for n in store.live_nodes(datetime.now(UTC), self.ttl)}
             self._checked = mono
         return self._live
@@ -151,7 +149,7 @@ def wait_taken(store: Store, request_id: int, job_id: str, waiting: Waiting) -> 
         request = store.get_trigger(request_id)
         if request is None:
             raise NoScheduler(f"trigger request {request_id} of job {job_id} is gone "
-                              "(pruned?); see 'cronctl history {job_id}'")
+                              f"(pruned?); see 'cronctl history {job_id}'")
         if request.done:
             if request.execution_id is None:
                 raise NoScheduler(f"job {job_id} did not run: {request.error or 'unknown'}")
