@@ -86,6 +86,16 @@ class Skip:
         """The newest instant this skip covers."""
         return self.planned if self.last is None else self.last
 
+    @property
+    def reported(self) -> bool:
+        """Whether this skip is an event and a metric of its own (``skipped``): not a
+        ``removed`` one (no record), nor instants the misfire policy dropped, which their
+        :class:`Missed` reports once per set. A late set's instant dropped behind the set's
+        own fire is ``misfire`` with origin ``cron``: no policy dropped it, so it is."""
+        if self.reason is SkipReason.REMOVED:
+            return False
+        return not (self.reason is SkipReason.MISFIRE and self.origin is Origin.MISFIRE)
+
 
 @dataclass(frozen=True, slots=True)
 class Enqueue:

@@ -241,24 +241,20 @@ class SchedulerCore(Recovery):
         row, a manual, replayed or misfire catch-up fire) must not be lost: it is deferred
         to ``until`` and frees its serial group meanwhile (it waits for its job).
 
-        Serial group (not ``overlap``): the fire is the oldest waiter for the group, so it
-        keeps the group on this node and is retried at ``until`` (the same attempt, the
-        same occurrence); no newer fire of any job of the group starts here before it, and
-        the group's local waiters stay queued behind it (they would find the same lock
-        held). A scheduled first attempt blocked longer than ``misfire_threshold`` in all
-        is skipped as ``expired`` at a retry. What the runtime must add for FIFO across
-        nodes: see "Cluster-wide" in :mod:`cronctl.core.guards`."""
+        Serial group (not ``overlap``): the oldest waiter for the group keeps it on this
+        node and is retried at ``until`` (same attempt and occurrence); the group's local
+        waiters queue behind it. Blocked longer than ``misfire_threshold`` in all, a
+        scheduled first attempt is ``expired``. See "Cluster-wide" in :mod:`.guards`."""
         act = self._active.get(key)
         if act is None:
             return self._decision([])
         p = act.p
         if not overlap:
             return self.defer(key, now, until, keep_group=True, mono=mono)
-        # Only a plain cron fire is dropped: a misfire catch-up (fire_all replays several
-        # instants back to back under the job's own lock) must wait its turn.
+        # Only a plain cron fire is dropped: a misfire catch-up must wait its turn.
         if (p.origin is Origin.CRON and first_scheduled(p)
                 and p.js.job.overlap_policy is not OverlapPolicy.ALLOW):
-            out: list[Action] = [Skip(p.js.job.id, p.planned, p.origin, SkipReason.OVERLAP)]
+            out: list[Action] = [self._overlap_skip(p, running=None)]
             out.extend(self.release(key, now, mono=mono).actions)
             return self._decision(out)
         return self.defer(key, now, until, mono=mono)
@@ -382,8 +378,7 @@ class SchedulerCore(Recovery):
         js = self._jobs.get(job_id)
         if js is None or js.gen != gen or js.schedule is None:
             return
-        if js.handled is not None and planned <= js.handled:
-            # Recovery already took this instant: never fire a handled instant twice.
+        if js.handled is not None and planned <= js.handled:  # never fire it twice
             self._push_next(js, js.handled)
             return
         if js.lost is not None:
@@ -399,6 +394,8 @@ class SchedulerCore(Recovery):
             self._push_next(js, js.handled if js.handled is not None else planned)
             return
         js.handled = planned
+        if js.late is not None and planned > js.late[1]:
+            js.late = None
         self._raise_high(planned, job_id)
         self._push_next(js, planned)
         p = _Pending(js, planned, due, 1, Origin.CRON)  # occurrence id: when it starts
@@ -430,7 +427,8 @@ class SchedulerCore(Recovery):
                      ) -> None:
         """The instants in ``(after, now]`` are one set (:mod:`cronctl.core.misfires`):
         if its oldest is late by at most ``misfire_threshold`` nothing was missed and the
-        heap fires them, late; else the whole set is missed and the policy decides now."""
+        heap fires them, late (remembered as ``late``: see ``_overlap_skip``); else the
+        whole set is missed and the policy decides now."""
         assert js.schedule is not None
         oldest = js.schedule.next_after(after)
         if oldest is None or oldest > now:
@@ -441,6 +439,8 @@ class SchedulerCore(Recovery):
             due += jitter_offset(self._occ(job.id, oldest), job.jitter)
         if now - due > job.misfire_threshold:
             self._missed_set(js, after, oldest, now, out)
+        elif job.overlap_policy is OverlapPolicy.SKIP:
+            js.late = (after, now)
 
     def _missed_set(self, js: _Job, after: datetime, oldest: datetime, now: datetime,
                     out: list[Action]) -> None:

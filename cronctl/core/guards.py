@@ -112,7 +112,7 @@ class Guards:
         policy = js.job.overlap_policy
         if policy is not OverlapPolicy.ALLOW and (js.in_flight or js.waiting):
             if policy is OverlapPolicy.SKIP:
-                out.append(Skip(js.job.id, p.planned, p.origin, SkipReason.OVERLAP))
+                out.append(self._overlap_skip(p, running=js.admitted))
                 return
             old = js.queued
             if old is not None:
@@ -123,6 +123,27 @@ class Guards:
             return
         js.in_flight += 1
         self._admit(p, now, out)
+
+    @staticmethod
+    def _overlap_skip(p: _Pending, running: datetime | None) -> Skip:
+        """The skip record of a scheduled first attempt dropped because its job still
+        runs (``running``: the planned instant of what runs, None when it is not known).
+
+        ``overlap`` says the previous execution still ran at this instant. An instant of a
+        late set (SPEC section 4, "Misfires": due while no scheduler could start it, fired
+        late within ``misfire_threshold``) dropped behind an earlier instant of the same
+        set was not overlapped in its time: nothing ran then. It is recorded ``misfire``,
+        with what happened, so ``history`` and ``why`` do not blame an execution that
+        started after it."""
+        js = p.js
+        late = js.late
+        if late is not None and p.planned <= late[1] and (
+                running is None or late[0] < running <= late[1]):
+            detail = (f"due while no scheduler could start it (until "
+                      f"{late[1].isoformat(timespec='seconds')}); when it fired late, "
+                      "an earlier instant of that set was still running")
+            return Skip(js.job.id, p.planned, p.origin, SkipReason.MISFIRE, detail=detail)
+        return Skip(js.job.id, p.planned, p.origin, SkipReason.OVERLAP)
 
     def _offer_explicit(self, p: _Pending, now: datetime, out: list[Action]) -> None:
         js = p.js
@@ -146,6 +167,7 @@ class Guards:
         return skip is not None
 
     def _admit(self, p: _Pending, now: datetime, out: list[Action]) -> None:
+        p.js.admitted = p.planned
         if p.waiting_since is not None and self._expired(p):
             self._drop_expired(p, now, out)
             return

@@ -29,6 +29,13 @@ class Job:
     # Oldest scheduled instant not started because the store was unreachable: from it on,
     # the instants are one misfire set when the store is back (none is decided before).
     lost: datetime | None = None
+    # A late set that fires now (its oldest within misfire_threshold): its bounds (the
+    # cursor before it, the moment it formed), and the planned instant of the newest
+    # scheduled occurrence admitted. An instant of the set dropped behind another instant
+    # of the same set was not overlapped in its time: it was missed (see
+    # :meth:`Guards._overlap_reason`).
+    late: tuple[datetime, datetime] | None = None
+    admitted: datetime | None = None
 
 
 @dataclass(slots=True, eq=False)

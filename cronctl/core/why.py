@@ -206,6 +206,8 @@ _SKIP_WORDS = {
 def _skip_sentence(job: JobDefinition, skip: SkipFact) -> str:
     if skip.reason in ("calendar", "upstream") and skip.detail:  # the detail says it all
         return f"skipped: {skip.detail} (decided by node {skip.node_id})"
+    if skip.reason == "misfire" and skip.detail:  # a late set's instant, not the policy's
+        return f"skipped (misfire): {skip.detail} (decided by node {skip.node_id})"
     words = _SKIP_WORDS.get(skip.reason, skip.reason)
     if skip.reason == "misfire":
         words += f" (misfire_policy = {job.misfire_policy.value})"

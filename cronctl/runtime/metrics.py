@@ -51,7 +51,6 @@ LATENESS_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0
 CPU_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0)
 RSS_BUCKETS = tuple(float(2**n) for n in range(20, 37, 2))  # 1 MiB ... 64 GiB
 LOOP_STALE = 10.0  # seconds without a loop beat before /healthz calls the scheduler stalled
-_SKIPPED_ELSEWHERE = (SkipReason.REMOVED, SkipReason.MISFIRE)  # not a record / see missed
 
 
 class Metrics:
@@ -182,7 +181,7 @@ class Metrics:
             self._successes[job_id] = self._clock().timestamp()
 
     def skipped(self, a: Skip) -> None:
-        if a.reason in _SKIPPED_ELSEWHERE:
+        if not a.reported:
             return
         self._skip(a.job_id, a.reason.value, getattr(a, "count", 1))
 

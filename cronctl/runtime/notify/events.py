@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from cronctl.core import CloseInterrupted, JobState, Missed, Skip, SkipReason
+from cronctl.core import CloseInterrupted, JobState, Missed, Skip
 from cronctl.durations import format_duration
 from cronctl.errors import first_line
 from cronctl.ids import occurrence_id, utc_iso
@@ -46,7 +46,6 @@ FORGET_EVERY = 3600.0  # seconds between deletions of old marks
 KEEP_MARKS = timedelta(days=1)  # no two nodes decide the same thing a day apart
 SHUTDOWN_DRAIN = 5.0  # seconds given to queued events at stop
 _BAD = (ExecutionStatus.FAILED, ExecutionStatus.ABANDONED, ExecutionStatus.DEAD_LETTER)
-_NOT_EVENTS = (SkipReason.REMOVED, SkipReason.MISFIRE)  # not a record / sent as "missed"
 _STOP = ("stop",)
 _SCHEDULED = (Origin.CRON, Origin.MISFIRE)
 _ENDS = (ExecutionStatus.SUCCEEDED, ExecutionStatus.DEAD_LETTER)  # what says if a job works
@@ -164,7 +163,7 @@ class Notifications:
     def skipped(self, a: Skip) -> None:
         if a.origin in _SCHEDULED:
             self.handled(a.job_id, getattr(a, "last", None) or a.planned)
-        if a.reason in _NOT_EVENTS:
+        if not a.reported:
             return
         job = self._job_of(a.job_id)
         if job is not None and self._wants(job, "skipped"):

@@ -16,6 +16,7 @@ from cronctl.core import (
     Fire,
     JobState,
     Missed,
+    RecoveredExecution,
     SchedulerCore,
     Skip,
     SkipReason,
@@ -106,13 +107,37 @@ def test_a_set_whose_oldest_is_late_by_at_most_the_threshold_fires_late_oldest_f
         assert {f.origin for f in fires} == {Origin.CRON}
 
 
-def test_overlap_applies_to_a_set_that_was_not_missed() -> None:
+def test_a_late_set_dropped_behind_its_own_oldest_fire_is_misfire_not_overlap() -> None:
+    # Overlap applies to a set that was not missed, but nothing ran while its instants
+    # were due: those dropped behind the set's own late fire are recorded misfire, with
+    # what happened, never "the previous execution still ran".
     core = SchedulerCore([job(every=1, misfire_policy=MisfirePolicy.FIRE_ALL)])
     core.start(at(30), DOWN)
     d = core.tick(at(30))
-    assert [f.planned for f in of(d, Fire)] == [at(1)]
+    [first] = of(d, Fire)
+    assert first.planned == at(1)
+    skips = of(d, Skip)
+    assert [(s.planned, s.reason) for s in skips] == [
+        (at(s), SkipReason.MISFIRE) for s in range(2, 31)]
+    assert all(s.origin is Origin.CRON for s in skips)
+    assert skips[0].detail is not None and "was still running" in skips[0].detail
+    # instants due after the set formed, while its fire still runs, are plain overlap
+    d = core.tick(at(31))
+    assert [(s.planned, s.reason) for s in of(d, Skip)] == [(at(31), SkipReason.OVERLAP)]
+    core.on_complete(first.key, OK, None, at(31.5))
+    assert [f.planned for f in of(core.tick(at(32)), Fire)] == [at(32)]
+
+
+def test_a_recovered_attempt_still_overlaps_the_late_set_after_it() -> None:
+    # the node died while attempt 1 of 10 s ran; on start its next attempt runs first, and
+    # the late set 20, 30 is dropped behind an execution of an older occurrence: overlap
+    core = SchedulerCore([job(every=10, max_attempts=2)])
+    row = RecoveredExecution(4, "j", at(10), 1, Origin.CRON, ExecutionStatus.RUNNING)
+    d = core.start(at(31), {"j": JobState(cursor=at(10))}, [row])
+    assert [(f.planned, f.attempt) for f in of(d, Fire)] == [(at(10), 2)]
+    d = core.tick(at(31))
     assert [(s.planned, s.reason) for s in of(d, Skip)] == [
-        (at(s), SkipReason.OVERLAP) for s in range(2, 31)]
+        (at(20), SkipReason.OVERLAP), (at(30), SkipReason.OVERLAP)]
 
 
 def test_the_threshold_is_inclusive_and_measured_on_the_oldest_instant() -> None:

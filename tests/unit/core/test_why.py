@@ -133,3 +133,13 @@ def test_single_instance_overlap_names_the_cluster() -> None:
     j = job(every=60, mode=Mode.SINGLE_INSTANCE)
     v = verdict(at(120), skips=[Skip("overlap", node_id="n2")], j=j)
     assert "cluster" in v.detail and "n2" in v.detail
+
+
+def test_a_late_sets_misfire_says_what_happened_not_the_policy() -> None:
+    detail = ("due while no scheduler could start it (until 2026-03-01T12:05:00+00:00); "
+              "when it fired late, an earlier instant of that set was still running")
+    v = verdict(at(120), skips=[Skip("misfire", node_id="n2", detail=detail)])
+    assert v.detail == f"skipped (misfire): {detail} (decided by node n2)"
+    assert "misfire_policy" not in v.detail
+    plain = verdict(at(120), skips=[Skip("misfire")])
+    assert "misfire_policy = skip" in plain.detail

@@ -84,6 +84,8 @@ def test_hooks_move_the_counters_and_gauges() -> None:
     m.skipped(Skip("a", T0, Origin.CRON, SkipReason.OVERLAP))
     m.skipped(Skip("a", T0, Origin.CRON, SkipReason.REMOVED))  # not a skip record
     m.skipped(Skip("a", T0, Origin.MISFIRE, SkipReason.MISFIRE))  # counted through missed
+    # a late set's instant dropped behind the set's own fire: no Missed counts it
+    m.skipped(Skip("a", T0, Origin.CRON, SkipReason.MISFIRE, detail="late"))
     m.missed(Missed("b", MisfirePolicy.FIRE_NOW, 5, 4, T0))
     m.missed(Missed("b", MisfirePolicy.FIRE_ALL, 2, 0, T0))  # nothing dropped
     m.loop(2)
@@ -96,6 +98,7 @@ def test_hooks_move_the_counters_and_gauges() -> None:
     assert got[("cronctl_executions_total", (("job", "b"), ("status", "dead_letter")))] == 1
     assert got[("cronctl_skipped_total", (("job", "a"), ("reason", "overlap")))] == 2
     assert got[("cronctl_skipped_total", (("job", "b"), ("reason", "misfire")))] == 4
+    assert got[("cronctl_skipped_total", (("job", "a"), ("reason", "misfire")))] == 1
     assert not any(k[0] == "cronctl_skipped_total" and ("reason", "removed") in k[1]
                    for k in got)
     assert got[("cronctl_lateness_seconds_count", ())] == 3

@@ -210,7 +210,7 @@ def test_only_subscribed_events_with_a_destination_are_sent() -> None:
     assert delivery2.sent == []
 
 
-def test_skips_once_per_decision_and_never_for_misfire_or_removed() -> None:
+def test_skips_once_per_decision_and_never_for_policy_misfires_or_removed() -> None:
     solo = job("solo", mode=Mode.SINGLE_INSTANCE)
     shared = FakeStore()
     a, sent_a, _ = notes([solo], store=shared, node="a")
@@ -219,10 +219,12 @@ def test_skips_once_per_decision_and_never_for_misfire_or_removed() -> None:
         n.skipped(Skip("solo", T0, Origin.CRON, SkipReason.OVERLAP))
         n.skipped(Skip("solo", T0 + S, Origin.CRON, SkipReason.REMOVED))
         n.skipped(Skip("solo", T0 + S, Origin.MISFIRE, SkipReason.MISFIRE))
+        # a late set's instant dropped behind the set's own fire: no missed event covers it
+        n.skipped(Skip("solo", T0 + 2 * S, Origin.CRON, SkipReason.MISFIRE, detail="late"))
         n.pump()
     events = [e for _, e in sent_a.sent + sent_b.sent]
     assert [(e["event"], e["reason"], e["status"], e["execution_id"]) for e in events] == [
-        ("skipped", "overlap", "skipped", None)]
+        ("skipped", "overlap", "skipped", None), ("skipped", "misfire", "skipped", None)]
 
 
 def test_one_missed_event_per_set_cluster_wide() -> None:
