@@ -4,13 +4,17 @@ with the starts of its attempts: SPEC section 4, "Fencing")."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from cronctl.jobs.model import ExecutionStatus, Origin
 from cronctl.runtime.fire.batches import FinalBatch
 from cronctl.store import Store, occurrence_id, open_store
+from cronctl.store.base import StoreUnavailable
 
 S = ExecutionStatus
 T0 = datetime(2026, 3, 8, 7, 0, 0, tzinfo=UTC)
@@ -72,5 +76,48 @@ def test_a_fenced_final_status_is_kept_on_the_row_and_told(tmp_path: Path) -> No
         assert row is not None
         assert (row.status, row.fenced_status, row.fenced_at) == (S.LOST, S.SUCCEEDED, T2)
         assert told == [(eid, S.SUCCEEDED, S.SUCCEEDED, T2)]
+    finally:
+        store.close()
+
+
+class _Outage:
+    """The real store, whose next ``transitions`` fails as if the server had gone."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self.down = True
+
+    def transitions(self, changes):  # type: ignore[no-untyped-def]
+        if self.down:
+            raise StoreUnavailable("connection refused")
+        return self._store.transitions(changes)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._store, name)
+
+
+def test_the_finished_line_is_written_once_the_final_status_landed(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 26: "finished ... succeeded" was logged 21 ms before a SIGKILL, and the row
+    was then recovered ``lost`` and run again: the line must follow the write."""
+    store = open_store(f"sqlite:///{tmp_path / 'state.db'}", node_id="n1")
+    try:
+        outage = _Outage(store)
+        batch = FinalBatch(outage, lambda task: None, lambda eid: None,  # type: ignore[arg-type]
+                           lambda: T2)
+        ok, bad = _running(store, "ok"), _running(store, "bad")
+        caplog.set_level(logging.INFO, "cronctl.runtime")
+        batch.add(ok, S.SUCCEEDED, None, 3, job_id="ok")
+        batch.add(bad, S.FAILED, "exit 2", 3, job_id="bad")
+        with pytest.raises(StoreUnavailable):
+            batch.flush()
+        assert [r.getMessage() for r in caplog.records if "finished" in r.getMessage()] == []
+        outage.down = False
+        batch.flush()
+        lines = [(r.levelname, r.getMessage()) for r in caplog.records
+                 if "finished" in r.getMessage()]
+        assert lines == [("INFO", f"finished job=ok exec={ok} status=succeeded"),
+                         ("WARNING", f"finished job=bad exec={bad} status=failed error=exit 2")]
+        assert store.get_execution(ok).status is S.SUCCEEDED  # type: ignore[union-attr]
     finally:
         store.close()

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from cronctl.jobs.model import ExecutionStatus, ResourceUsage
+from cronctl.runtime.fire.wakelog import recorded_lines
 from cronctl.runtime.logsetup import ids
 from cronctl.store.base import ExecutionRecord, SkipRun, Store, StoreUnavailable, Transition
 
@@ -103,19 +104,23 @@ class FinalBatch:
         self._starts: list[tuple[int, datetime]] = []
         self._restamps: list[tuple[int, datetime]] = []
         self._lost: set[int] = set()  # started here, but the row was not pending any more
+        self._jobs: dict[int, str] = {}  # the job of each ending to log once written
         # Told of each final status the store refused (the watch's ``fenced``; I/O thread).
         self.on_fenced: Callable[[ExecutionRecord, ExecutionStatus, datetime], None] | None = (
             None)
 
     def add(self, execution_id: int, status: ExecutionStatus, error: str | None,
             token: int | None = None, *, prompt: bool = False,
-            usage: ResourceUsage | None = None) -> None:
+            usage: ResourceUsage | None = None, job_id: str = "") -> None:
         """``token``: the fencing token the attempt was claimed with (the store refuses
         the final status if the row no longer carries it). ``usage``: a command's
-        figures, written with the status."""
+        figures, written with the status. ``job_id``: its ``finished`` line is logged
+        once the status is written (:func:`~cronctl.runtime.fire.wakelog.recorded_lines`)."""
         with self._lock:
             first = not self._pending and not self._starts
             self._pending.append((execution_id, status, error, token))
+            if job_id:
+                self._jobs[execution_id] = job_id
             if usage is not None:
                 self._usage[execution_id] = usage
         if first or prompt:
@@ -177,6 +182,8 @@ class FinalBatch:
         for eid, status, error, token in batch:
             if eid in self._lost:  # its start was refused: the row is someone else's
                 self._lost.discard(eid)
+                with self._lock:
+                    self._jobs.pop(eid, None)
                 self._drain(eid)
                 self._fenced(eid, status, token)
                 continue
@@ -207,17 +214,25 @@ class FinalBatch:
         except BaseException:
             for eid, *_rest in finals:
                 self._drain(eid)
+                with self._lock:
+                    self._jobs.pop(eid, None)
             raise
         for eid, ok in zip(begun, done, strict=False):
             if not ok:
                 self._lost.add(eid)
                 log.warning("exec=%s started here, but its row was no longer pending "
                             "(claimed or closed elsewhere)", eid)
-        for (eid, status, _error, token, _when, _p), ok in zip(
+        written: list[tuple[str, int, ExecutionStatus, str | None]] = []
+        for (eid, status, error, token, _when, _p), ok in zip(
                 finals, done[len(begun) + len(stamped):], strict=True):
             self._drain(eid)
+            with self._lock:
+                job_id = self._jobs.pop(eid, None)
             if not ok:
                 self._fenced(eid, status, token)
+            elif job_id is not None:
+                written.append((job_id, eid, status, error))
+        recorded_lines(log, written)
 
     def _fenced(self, execution_id: int, status: ExecutionStatus, token: int | None) -> None:
         """A final status refused as stale: logged, kept beside the row, and told."""

@@ -50,7 +50,7 @@ from cronctl.runtime.fire.resolving import Targets
 from cronctl.runtime.fire.retryrows import RetryRows
 from cronctl.runtime.fire.rowwrites import RowWrites
 from cronctl.runtime.fire.waiters import IN_FLIGHT, WaiterRows
-from cronctl.runtime.fire.wakelog import WakeLog
+from cronctl.runtime.fire.wakelog import WakeLog, ended_line
 from cronctl.runtime.fire.watch import NullWatch, Watch
 from cronctl.runtime.health import DatabaseHealth
 from cronctl.runtime.inbox import Done, Post, WaitersLanded
@@ -438,16 +438,15 @@ class Firing(RowWrites):
             return
         self.watch.finished(run, status, error)
         eid = run.execution_id
-        if status is ExecutionStatus.SUCCEEDED:
+        if status is not ExecutionStatus.SUCCEEDED:
+            self.wakelog.flush()  # its `fired` line first, though a burst is still draining
+        if eid is not None:  # its `finished` line once the final status is written
+            self.finals.add(eid, status, error, run.token, prompt=bool(locks_for(run.job)),
+                            usage=run.usage, job_id=run.job.id)
+        elif status is ExecutionStatus.SUCCEEDED:
             self.wakelog.succeeded(run.job.id, eid)
         else:
-            self.wakelog.flush()  # its `fired` line first, though a burst is still draining
-            log.warning("finished job=%s exec=%s status=%s%s", run.job.id,
-                        eid if eid is not None else "-", status.value,
-                        f" error={error}" if error else "", extra=ids(run.job.id, eid))
-        if eid is not None:
-            self.finals.add(eid, status, error, run.token, prompt=bool(locks_for(run.job)),
-                            usage=run.usage)
+            ended_line(log, run.job.id, eid, status, error)
 
     def _abandon(self, a: Abandon) -> None:
         run = self.running.get(a.key)

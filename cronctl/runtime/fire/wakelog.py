@@ -17,6 +17,10 @@ thousands of fires make a few lines, not thousands. Failures, retries, timeouts 
 skips are not collected: they are logged where they happen, at their own levels; the
 lines held so far are written before a failure, a timeout or a cancel, so an
 execution's `fired` line always comes before its end.
+
+The ``finished`` line of an execution with a row is written by the I/O thread once its
+final status is committed (:func:`recorded_lines`), never before: the log does not say
+``succeeded`` for an attempt that a SIGKILL then leaves ``lost`` and runs again.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import TypeVar
 
-from cronctl.jobs.model import Origin
+from cronctl.jobs.model import ExecutionStatus, Origin
 from cronctl.runtime.logsetup import ids
 
 HOLD = 1.0  # seconds the lines of a draining burst are held at most
@@ -56,6 +60,8 @@ class WakeLog:
         self._fired.append((job_id, execution_id, planned, attempt, origin))
 
     def succeeded(self, job_id: str, execution_id: int | None) -> None:
+        """An untracked success (no row): its line comes with the wake's. A tracked one's
+        comes once its final status is written (:func:`recorded_lines`)."""
         self._done.append((job_id, execution_id))
 
     def end_wake(self, waiting: int) -> None:
@@ -113,6 +119,29 @@ def _done_line(log: logging.Logger, level: int, entry: _Done) -> None:
     job_id, eid = entry
     log.log(level, "finished job=%s exec=%s status=succeeded", job_id,
             eid if eid is not None else "-", extra=ids(job_id, eid))
+
+
+def ended_line(log: logging.Logger, job_id: str, execution_id: int | None,
+               status: ExecutionStatus, error: str | None) -> None:
+    """The WARNING of an attempt that ended otherwise than ``succeeded``."""
+    log.warning("finished job=%s exec=%s status=%s%s", job_id,
+                execution_id if execution_id is not None else "-", status.value,
+                f" error={error}" if error else "", extra=ids(job_id, execution_id))
+
+
+def recorded_lines(log: logging.Logger,
+                   ended: Sequence[tuple[str, int, ExecutionStatus, str | None]]) -> None:
+    """The ``finished`` lines of executions whose final status has just been written
+    (the I/O thread, after the commit): a line never announces an ending that a SIGKILL
+    a moment later turns into ``lost`` and a next attempt. Successes as :meth:`WakeLog.
+    flush` writes them (one line, or a summary of a batch), the others each a WARNING."""
+    done = [(job_id, eid) for job_id, eid, status, _e in ended
+            if status is ExecutionStatus.SUCCEEDED]
+    _lines(log, done, _done_line, lambda: (
+        f"finished {len(done)} executions status=succeeded ({_jobs(e[0] for e in done)})"))
+    for job_id, eid, status, error in ended:
+        if status is not ExecutionStatus.SUCCEEDED:
+            ended_line(log, job_id, eid, status, error)
 
 
 def _jobs(job_ids: Iterable[str]) -> str:
