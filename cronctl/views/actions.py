@@ -17,6 +17,7 @@ from cronctl.views.common import execution_json, iso_z
 if TYPE_CHECKING:
     from cronctl.config import Config
     from cronctl.store.base import ExecutionRecord, Store
+    from cronctl.store.reader import Requester
     from cronctl.store.replay import Occurrence, Plan
 
 POLL = 0.05
@@ -94,7 +95,7 @@ def chain_for(config: Config, job_id: str) -> list[str]:
     return chain_of(loaded.jobs, job_id)
 
 
-def enqueue_trigger(config: Config, store: Store, job: str, now: datetime,
+def enqueue_trigger(config: Config, store: Requester, job: str, now: datetime,
                     chained: Sequence[str] = ()) -> int:
     """A manual trigger request for a live scheduler; :class:`NoScheduler` without one.
     ``chained`` (``--chain``): the dependents that wait for this occurrence."""
@@ -127,7 +128,7 @@ class Waiting:
     _checked: float = field(default=0.0, repr=False)
     _live: set[str] = field(default_factory=set, repr=False)
 
-    def live(self, store: Store) -> set[str]:
+    def live(self, store: Requester) -> set[str]:
         """The live nodes, looked up at most once a second."""
         mono = time.monotonic()
         if mono - self._checked >= LIVE_CHECK:
@@ -140,7 +141,7 @@ class Waiting:
             raise WaitTimeout(f"gave up waiting after --timeout: {what}")
 
 
-def wait_taken(store: Store, request_id: int, job_id: str, waiting: Waiting) -> int:
+def wait_taken(store: Requester, request_id: int, job_id: str, waiting: Waiting) -> int:
     """The execution a scheduler started for the request (it takes one within a second).
     A request taken by a node that then stopped answering is taken again by a live node
     (see ``Store.release_triggers``); with no live node left, it says so."""
@@ -169,7 +170,7 @@ def wait_taken(store: Store, request_id: int, job_id: str, waiting: Waiting) -> 
         time.sleep(POLL)
 
 
-def trigger_document(config: Config, store: Store, job: str, now: datetime,
+def trigger_document(config: Config, store: Requester, job: str, now: datetime,
                      chained: Sequence[str] = ()
                      ) -> tuple[dict[str, Any], ExecutionRecord | None]:
     """Queue a manual run and wait until a scheduler started it: ``trigger --json`` (without
