@@ -29,6 +29,7 @@ server has it) per fire over the measured window.
 from __future__ import annotations
 
 import os
+import random
 import signal
 import statistics
 import subprocess
@@ -169,7 +170,11 @@ def bench_trigger(count: int = TRIGGER_JOBS, runs: int = TRIGGER_RUNS) -> dict[s
             time.sleep(IDLE_WINDOW)
             idle = (cpu_seconds(proc.pid) - cpu0) / (time.perf_counter() - t0) * 100
             walls = []
+            pauses = random.Random(20)  # the same pauses for every tree measured
             for _ in range(runs):
+                # A random pause first: back to back, each request would reach the
+                # scheduler at the same point of its 0.5 s poll, always lucky or not.
+                time.sleep(pauses.uniform(0, 0.5))
                 wall, _, code = _cli(folder, "trigger", job)
                 if code:
                     raise SystemExit(f"cronctl trigger exited {code}")
