@@ -2,7 +2,8 @@
 (``origin = manual``).
 
 By default the request goes through the database to a running scheduler, which picks it
-up within a second (any node that has the job; exactly one takes it). ``--here`` runs it
+up at once if it runs on this host (woken: :mod:`cronctl.wake`), else within a second
+(any node that has the job; exactly one takes it). ``--here`` runs it
 in this process instead (no scheduler needed). ``--wait`` waits for the final status:
 exit 0 when it succeeded, 1 otherwise. An unknown job exits 3.
 """
