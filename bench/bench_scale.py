@@ -1,4 +1,4 @@
-"""The scale envelope: ``python -m bench.bench_scale [jobs] [reads]``.
+"""The scale envelope: ``python -m bench.bench_scale [jobs] [reads] [cluster] [trigger]``.
 
 **Jobs** (10,000 and 100,000 daily command jobs in 100 files, SQLite): the per-job cost
 of loading and validating beyond ``tomllib`` (in a child process, CPU time, best of
@@ -8,6 +8,10 @@ the files changed, then with the validated set kept), and ``cronctl run``
 up to READY (with its resident memory then and 5 s later). Goals at 100,000 jobs:
 <= 25 us a job beyond tomllib, ``next``/``why``/``trigger`` <= 0.5 s, ``list`` <= 4 s,
 READY <= 5 s and <= 250 MB.
+
+**Trigger** (only when named: 100,000 jobs, ``cronctl run`` on SQLite, READY + 3 s):
+the median wall of 9 ``cronctl trigger JOB`` processes (goal <= 0.5 s), how long each
+request waited to be taken, and the scheduler's idle CPU before.
 
 **Reads** (``history``, ``logs``, ``status``, ``why`` on 10,000, 1M and 10M executions,
 SQLite and PostgreSQL, after ANALYZE): the median wall of each command and its growth
@@ -25,16 +29,21 @@ server has it) per fire over the measured window.
 from __future__ import annotations
 
 import os
+import random
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from bench._bigdb import Size, big_postgres, big_sqlite, command_wall, read_commands
-from bench._support import NoPostgres, fmt, print_table, rss_mb, tree_env
+from bench._support import NoPostgres, cpu_seconds, fmt, print_table, rss_mb, tree_env
 
 JOB_COUNTS = (10_000, 100_000)
 FILES = 100
@@ -97,9 +106,10 @@ def _median_cli(folder: Path, args: list[str], runs: int) -> dict[str, float]:
     return {"wall_s": wall, "peak_mb": peak, "exit": code}
 
 
-def _ready(folder: Path, job: str) -> dict[str, Any]:
-    """Seconds from start to the READY log line of ``cronctl run``, RSS then and 5 s on,
-    and ``trigger JOB`` (it needs a live scheduler) while it runs."""
+@contextmanager
+def _running(folder: Path) -> Iterator[tuple[subprocess.Popen[bytes], float]]:
+    """``cronctl run`` in ``folder``, and the seconds from its start to its READY log
+    line (NaN if it never came); stopped on leaving."""
     log = folder / "run.log"
     started = time.perf_counter()
     with log.open("wb") as out:
@@ -113,10 +123,7 @@ def _ready(folder: Path, job: str) -> dict[str, Any]:
                 ready = time.perf_counter() - started
                 break
             time.sleep(0.05)
-        rss_ready = rss_mb(proc.pid)[0]
-        trigger = _median_cli(folder, ["trigger", job], 3)
-        time.sleep(max(0.0, ready + 5 - (time.perf_counter() - started)))
-        rss_later, peak = rss_mb(proc.pid)
+        yield proc, ready
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
@@ -124,8 +131,75 @@ def _ready(folder: Path, job: str) -> dict[str, Any]:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+def _ready(folder: Path, job: str) -> dict[str, Any]:
+    """Seconds from start to the READY log line of ``cronctl run``, RSS then and 5 s on,
+    and ``trigger JOB`` (it needs a live scheduler) while it runs."""
+    started = time.perf_counter()
+    with _running(folder) as (proc, ready):
+        rss_ready = rss_mb(proc.pid)[0]
+        trigger = _median_cli(folder, ["trigger", job], 3)
+        time.sleep(max(0.0, ready + 5 - (time.perf_counter() - started)))
+        rss_later, peak = rss_mb(proc.pid)
     return {"ready_s": ready, "rss_ready_mb": rss_ready, "rss_5s_mb": rss_later,
             "peak_mb": peak, "trigger JOB": trigger}
+
+
+TRIGGER_JOBS = 100_000
+TRIGGER_RUNS = 9
+IDLE_WINDOW = 20.0  # seconds of the scheduler's CPU measured before the triggers
+
+
+def bench_trigger(count: int = TRIGGER_JOBS, runs: int = TRIGGER_RUNS) -> dict[str, Any]:
+    """``trigger JOB`` end to end on ``count`` jobs with ``cronctl run`` on SQLite, READY +
+    3 s: the wall of each real ``cronctl trigger`` process, how long the request waited
+    to be taken (``taken_at - requested_at``, from the database), and the scheduler's
+    idle CPU over :data:`IDLE_WINDOW` before."""
+    import sqlite3
+
+    with tempfile.TemporaryDirectory(prefix="cronctl-bench-trigger-") as tmp:
+        folder = Path(tmp)
+        generate(folder, count)
+        if _cli(folder, "db", "upgrade")[2] != 0:
+            raise SystemExit("cronctl db upgrade failed")
+        job = f"job-{count // 2:06d}"
+        with _running(folder) as (proc, ready):
+            time.sleep(3)
+            cpu0, t0 = cpu_seconds(proc.pid), time.perf_counter()
+            time.sleep(IDLE_WINDOW)
+            idle = (cpu_seconds(proc.pid) - cpu0) / (time.perf_counter() - t0) * 100
+            walls = []
+            pauses = random.Random(20)  # the same pauses for every tree measured
+            for _ in range(runs):
+                # A random pause first: back to back, each request would reach the
+                # scheduler at the same point of its 0.5 s poll, always lucky or not.
+                time.sleep(pauses.uniform(0, 0.5))
+                wall, _, code = _cli(folder, "trigger", job)
+                if code:
+                    raise SystemExit(f"cronctl trigger exited {code}")
+                walls.append(wall)
+        db = sqlite3.connect(folder / "state.db")
+        taken = [(datetime.fromisoformat(t) - datetime.fromisoformat(r)).total_seconds()
+                 for r, t in db.execute("SELECT requested_at, taken_at FROM trigger_requests "
+                                        "ORDER BY id")]
+        db.close()
+    return {"jobs": count, "ready_s": ready, "idle_cpu_pct": idle, "walls": walls,
+            "taken": taken}
+
+
+def report_trigger(result: dict[str, Any]) -> None:
+    walls, taken = result["walls"], result["taken"]
+    print(f"trigger JOB: {result['jobs']:,} jobs, SQLite, cronctl run READY in "
+          f"{result['ready_s']:.1f} s, {len(walls)} runs")
+    print_table(["figure", "median", "min", "max", "goal"], [
+        ["wall of `cronctl trigger JOB` (s)", f"{statistics.median(walls):.3f}",
+         f"{min(walls):.3f}", f"{max(walls):.3f}", "<= 0.5"],
+        ["request taken after (s, from the database)", f"{statistics.median(taken):.3f}",
+         f"{min(taken):.3f}", f"{max(taken):.3f}", ""],
+        ["scheduler idle CPU before (%)", f"{result['idle_cpu_pct']:.2f}", "", "", ""],
+    ])
+    print("  walls: " + " ".join(f"{w:.3f}" for w in walls))
 
 
 def bench_jobs(count: int) -> dict[str, Any]:
@@ -315,6 +389,8 @@ def report_cluster(result: dict[str, Any]) -> None:
 
 def main(parts: list[str] | None = None) -> None:
     parts = parts or ["jobs", "reads", "cluster"]
+    if "trigger" in parts:  # not in the default set: the jobs part times trigger too
+        report_trigger(bench_trigger())
     if "jobs" in parts:
         results = {count: bench_jobs(count) for count in JOB_COUNTS}
         report_jobs(results)

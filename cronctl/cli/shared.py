@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from cronctl.jobs.violation import Violation
     from cronctl.options import GlobalOptions
     from cronctl.store.base import ExecutionRecord, Store
-    from cronctl.store.reader import Reader
+    from cronctl.store.reader import Reader, Requester
 
 
 # --- the configuration and the jobs ----------------------------------------------------
@@ -85,17 +85,18 @@ def open_state(options: GlobalOptions) -> tuple[Config, Store | None]:
     return config, _open_store(config)
 
 
-def open_reader(options: GlobalOptions) -> tuple[Config, Reader | None]:
+def open_reader(options: GlobalOptions) -> tuple[Config, Requester | None]:
     """Like :func:`open_state`, for the commands that only read (``history``, ``logs``,
-    ``status``, ``why``): a database at the schema head is read without SQLAlchemy
-    (:mod:`cronctl.store.reader`), anything else through the full store."""
+    ``status``, ``why``) or queue a trigger request (``trigger``): a database at the
+    schema head is used without SQLAlchemy (:mod:`cronctl.store.reader`), anything else
+    through the full store."""
     from cronctl.config import load_config
 
     config = load_config(options)
     return config, reader_for(config)
 
 
-def reader_for(config: Config) -> Reader | None:
+def reader_for(config: Config) -> Requester | None:
     """:func:`open_reader` for a configuration already loaded."""
     if _no_state(config):
         return None

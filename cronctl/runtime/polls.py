@@ -10,10 +10,12 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import threading
+import time
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 
-from cronctl import processes
+from cronctl import processes, wake
 from cronctl.errors import StoreError
 from cronctl.runtime.health import DatabaseHealth
 from cronctl.runtime.inbox import Cancel, Paused, Post, Trigger
@@ -40,6 +42,18 @@ class StorePolls:
         self.identity = processes.identity(os.getpid())
         self.known: frozenset[str] = frozenset()  # the job ids this node schedules
         self.paused_seen: set[str] | None = None  # as the core last heard (None: tell all)
+        self.wake: TriggerWake | None = None
+
+    def listen(self, take: Callable[[], None]) -> None:
+        """Besides the timed poll, call ``take`` when a ``cronctl trigger`` on this host
+        says it queued a request (:mod:`cronctl.wake`). Until :meth:`close`."""
+        if self.store.persistent and self.wake is None:
+            self.wake = TriggerWake.start(os.getpid(), take)
+
+    def close(self) -> None:
+        if self.wake is not None:
+            self.wake.stop()
+            self.wake = None
 
     def jobs_are(self, job_ids: Iterable[str], paused: set[str] | None = None) -> None:
         """The job set changed (start-up: ``paused`` as the core got it; a reload: None,
@@ -137,3 +151,57 @@ class StorePolls:
         self.paused_seen = paused
         if changes:
             self.post(Paused(changes))
+
+
+class TriggerWake:
+    """A thread blocked on this process's wake socket (:mod:`cronctl.wake`): no CPU while
+    nobody triggers; each wake calls ``take``, at most once per :data:`wake.MIN_GAP`."""
+
+    def __init__(self, sock: socket.socket, take: Callable[[], None]) -> None:
+        self._sock = sock
+        self._take = take
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name="cronctl-wake", daemon=True)
+
+    @classmethod
+    def start(cls, pid: int, take: Callable[[], None]) -> TriggerWake | None:
+        sock = wake.listen(pid)
+        if sock is None:
+            log.debug("no trigger wake socket here: trigger requests wait for the poll")
+            return None
+        self = cls(sock, take)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stopped:
+            try:
+                self._sock.recv(16)
+            except OSError:
+                return
+            if self._stopped:
+                return
+            self._take()
+            time.sleep(wake.MIN_GAP)  # wakes that came meanwhile: one look covers them
+            self._drain()  # (stop's own may be among them: the loop looks at the flag)
+
+    def _drain(self) -> None:
+        self._sock.setblocking(False)
+        try:
+            while True:
+                self._sock.recv(16)
+        except OSError:
+            pass
+        finally:
+            self._sock.setblocking(True)
+
+    def stop(self) -> None:
+        """End the thread (it is told through its own socket) and close the socket."""
+        self._stopped = True
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as poke:
+                poke.sendto(b"s", self._sock.getsockname())
+        except OSError:
+            pass
+        self._thread.join(1.0)
+        self._sock.close()

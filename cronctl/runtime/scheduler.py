@@ -181,6 +181,7 @@ class Scheduler:
                                     clock=self.clock, is_down=lambda: self.health.down)
         self.polls.jobs_are(self.polls.known, {j for j, st in states.items() if st.paused})
         self.io.start()
+        self.polls.listen(lambda: self.io.submit(lambda: self._poll_store([], self._stopping)))
         self.liveness.start()
         self._initial = initial
         self.watch.begin(states, now)  # before the first fire
@@ -467,6 +468,7 @@ class Scheduler:
         self.polls.requests(live, stopping=stopping or self._stopping)
 
     def _unregister(self) -> None:
+        self.polls.close()
         self.liveness.stop()
         try:
             if self.store.persistent:

@@ -166,13 +166,10 @@ class Reads(Protocol):
         ...
 
 
-class Triggers(Protocol):
-    """Requests from other processes (``cronctl trigger``, ``replay``) to a running
-    scheduler, through the database.
-
-    Invariant: each request is taken by exactly one scheduler, cluster-wide, and at most
-    one request per (job, planned instant) ever exists, so an instant is never replayed
-    twice."""
+class TriggerQueue(Protocol):
+    """What ``cronctl trigger`` asks of the database: queue a request for a running
+    scheduler (and its ``--chain``) and read it back. :mod:`cronctl.store.reader`
+    serves this role without SQLAlchemy, with the same statements."""
 
     def enqueue_trigger(
         self,
@@ -187,6 +184,26 @@ class Triggers(Protocol):
         With ``scheduled_at`` (replay) at most one request per (job, instant) ever exists:
         a second request for the same instant returns ``None`` and changes nothing."""
         ...
+
+    def wait_chain(self, job_id: str, scheduled_at: datetime, *,
+                   now: datetime | None = None) -> bool:
+        """``replay``/``trigger --chain``: the dependent ``job_id``'s occurrence at
+        ``scheduled_at`` waits for its parents' occurrences there (a request no scheduler
+        takes until :meth:`Triggers.release_chain`). An instant decided without running
+        (an upstream skip) waits again; one that ran never does. False when nothing
+        changed."""
+        ...
+
+    def get_trigger(self, request_id: int) -> TriggerRequest | None: ...
+
+
+class Triggers(TriggerQueue, Protocol):
+    """Requests from other processes (``cronctl trigger``, ``replay``) to a running
+    scheduler, through the database.
+
+    Invariant: each request is taken by exactly one scheduler, cluster-wide, and at most
+    one request per (job, planned instant) ever exists, so an instant is never replayed
+    twice."""
 
     def take_triggers(
         self,
@@ -231,14 +248,6 @@ class Triggers(Protocol):
         instant was already decided (by any node, or by a replay request)."""
         ...
 
-    def wait_chain(self, job_id: str, scheduled_at: datetime, *,
-                   now: datetime | None = None) -> bool:
-        """``replay``/``trigger --chain``: the dependent ``job_id``'s occurrence at
-        ``scheduled_at`` waits for its parents' occurrences there (a request no scheduler
-        takes until :meth:`release_chain`). An instant decided without running (an
-        upstream skip) waits again; one that ran never does. False when nothing changed."""
-        ...
-
     def chain_waits(self, job_ids: Collection[str]) -> list[TriggerRequest]:
         """The waiting requests of :meth:`wait_chain` for these jobs."""
         ...
@@ -259,8 +268,6 @@ class Triggers(Protocol):
     def untake_trigger(self, request_id: int, taken_by: str) -> bool:
         """Make a request taken by ``taken_by`` (and not done) untaken again."""
         ...
-
-    def get_trigger(self, request_id: int) -> TriggerRequest | None: ...
 
     def list_triggers(self, job_id: str, *, since: datetime, until: datetime
                       ) -> list[TriggerRequest]:
@@ -431,6 +438,7 @@ __all__ = [
     "StoreError",
     "StoreUnavailable",
     "Transition",
+    "TriggerQueue",
     "TriggerRequest",
     "Triggers",
     "Upkeep",

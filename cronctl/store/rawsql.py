@@ -24,8 +24,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from cronctl.jobs.model import ExecutionStatus, Origin
-from cronctl.store.reads import ReadQueries, read_instant
+from cronctl.store.reads import read_instant
 from cronctl.store.records import Fenced, NewExecution, Transition, require_aware, statuses
+from cronctl.store.triggersql import TriggerQueries
 
 _COLUMNS = ("job_id", "occurrence_id", "scheduled_at", "attempt", "scope", "node_id",
             "origin", "status", "target", "fencing_token", "created_at", "started_at",
@@ -101,8 +102,8 @@ def _shape(c: Transition) -> _Shape:
             tuple(s.value for s in statuses(c.expected)), c.fencing_token is not None)
 
 
-class RawSql(ReadQueries):
-    """The hot statements of one engine's dialect (and the read queries)."""
+class RawSql(TriggerQueries):
+    """The hot statements of one engine's dialect (and the read and trigger queries)."""
 
     def __init__(self, engine: sa.Engine) -> None:
         super().__init__(engine.dialect.name == "postgresql")
@@ -474,10 +475,6 @@ class RawSql(ReadQueries):
     def job_states(self, cur: Any) -> dict[str, tuple[datetime | None, bool]]:
         cur.execute('SELECT job_id, "cursor", paused FROM job_schedules')
         return {job_id: (read_instant(at), bool(paused)) for job_id, at, paused in cur.fetchall()}
-
-    def untaken_triggers(self, cur: Any) -> list[tuple[int, str]]:
-        cur.execute("SELECT id, job_id FROM trigger_requests WHERE taken_by IS NULL ORDER BY id")
-        return [(int(i), j) for i, j in cur.fetchall()]
 
 
 __all__ = ["RawSql"]

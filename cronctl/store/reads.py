@@ -31,7 +31,6 @@ from cronctl.store.records import (
     NodeRecord,
     ScheduleState,
     SkipRecord,
-    TriggerRequest,
     require_aware,
     statuses,
 )
@@ -55,9 +54,6 @@ _SKIPS = ("SELECT id, job_id, scope, first_at, last_at, count, reason, node_id, 
 _SCHEDULES = ('SELECT job_id, definition, "cursor", paused, fencing_token, updated_at, '
               "first_seen FROM job_schedules")
 _NODES = "n.node_id, n.host, n.pid, n.started_at, n.heartbeat_at, n.process_start"
-TRIGGER_COLUMNS = ("id", "job_id", "origin", "scheduled_at", "requested_at", "taken_by",
-                   "taken_at", "execution_id", "error", "done")
-_TRIGGERS = f"SELECT {', '.join(TRIGGER_COLUMNS)} FROM trigger_requests"
 
 # --- instants: the one codec ------------------------------------------------------------
 
@@ -424,35 +420,6 @@ class ReadQueries:
                                         error))
         return out
 
-    # --- trigger requests --------------------------------------------------------------
-
-    @staticmethod
-    def trigger(r: Sequence[Any]) -> TriggerRequest:
-        """A row of :data:`TRIGGER_COLUMNS` as a record."""
-        return TriggerRequest(
-            id=int(r[0]), job_id=r[1], origin=Origin(r[2]), scheduled_at=read_instant(r[3]),
-            requested_at=_instant(r[4]), taken_by=r[5], taken_at=read_instant(r[6]),
-            execution_id=None if r[7] is None else int(r[7]), error=r[8], done=bool(r[9]))
-
-    def select_triggers(self, cur: Any, where: str, params: Sequence[Any],
-                        order: str = "id") -> list[TriggerRequest]:
-        """The requests matching ``where`` (``?`` placeholders), ordered by ``order``."""
-        return [self.trigger(r) for r in self._rows(
-            cur, f"{_TRIGGERS} WHERE {where} ORDER BY {order}", params)]
-
-    def get_trigger(self, cur: Any, request_id: int) -> TriggerRequest | None:
-        found = self.select_triggers(cur, "id = ?", (request_id,))
-        return found[0] if found else None
-
-    def list_triggers(self, cur: Any, job_id: str, *, since: datetime, until: datetime
-                      ) -> list[TriggerRequest]:
-        """Requests of ``job_id`` for a planned instant in ``[since, until]``, oldest
-        instant first (through the unique (job_id, scheduled_at) index)."""
-        return self.select_triggers(
-            cur, "job_id = ? AND scheduled_at >= ? AND scheduled_at <= ?",
-            (job_id, self.ts(require_aware(since, "since")),
-             self.ts(require_aware(until, "until"))), order="scheduled_at")
-
 
 def _newest_first(select: str, where: list[str], params: list[Any], column: str,
                   limit: int | None) -> str:
@@ -466,5 +433,5 @@ def _newest_first(select: str, where: list[str], params: list[Any], column: str,
     return text
 
 
-__all__ = ["EXECUTION_COLUMNS", "LIVE", "TRIGGER_COLUMNS", "ReadQueries", "bind_instant",
-           "dead_here", "pg_dead", "pg_params", "read_instant"]
+__all__ = ["EXECUTION_COLUMNS", "LIVE", "ReadQueries", "bind_instant", "dead_here", "pg_dead",
+           "pg_params", "read_instant"]

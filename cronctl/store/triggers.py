@@ -17,10 +17,7 @@ from cronctl.store.tables import (
     skip_records,
     trigger_requests,
 )
-
-# ``taken_by`` of a request that waits for its parents (``replay``/``trigger --chain``):
-# not NULL, so no scheduler takes it, until a dependents' poll releases it.
-CHAIN_WAIT = ""
+from cronctl.store.triggersql import CHAIN_WAIT
 
 
 class TriggerRequests(SqlConnection):
@@ -34,20 +31,8 @@ class TriggerRequests(SqlConnection):
         scheduled_at: datetime | None = None,
         now: datetime | None = None,
     ) -> int | None:
-        stmt = (
-            self._insert(trigger_requests)
-            .values(
-                job_id=job_id,
-                origin=Origin(origin).value,
-                scheduled_at=aware(scheduled_at, "scheduled_at"),
-                requested_at=now_or(now),
-            )
-            .on_conflict_do_nothing(index_elements=["job_id", "scheduled_at"])
-            .returning(trigger_requests.c.id)
-        )
-        with self._write() as conn:
-            rid = conn.execute(stmt).scalar_one_or_none()
-        return None if rid is None else int(rid)
+        with self._raw_write() as cur:
+            return self._raw.enqueue_trigger(cur, job_id, origin, scheduled_at, now_or(now))
 
     def take_triggers(
         self,
@@ -149,21 +134,8 @@ class TriggerRequests(SqlConnection):
 
     def wait_chain(self, job_id: str, scheduled_at: datetime, *,
                    now: datetime | None = None) -> bool:
-        T = trigger_requests.c
-        at = now_or(now)
-        stmt = self._insert(trigger_requests).values(
-            job_id=job_id, origin=Origin.DEPENDENCY.value,
-            scheduled_at=aware(scheduled_at, "scheduled_at"), requested_at=at,
-            taken_by=CHAIN_WAIT)
-        stmt = stmt.on_conflict_do_update(
-            index_elements=["job_id", "scheduled_at"],
-            set_={"taken_by": CHAIN_WAIT, "taken_at": None, "done": False, "error": None,
-                  "requested_at": at, "origin": Origin.DEPENDENCY.value},
-            # decided without running (an upstream skip): wait again; never twice
-            where=sa.and_(T.done.is_(True), T.execution_id.is_(None)),
-        ).returning(T.id)  # (rowcount is -1 for an upsert with RETURNING on psycopg)
-        with self._write() as conn:
-            return conn.execute(stmt).scalar_one_or_none() is not None
+        with self._raw_write() as cur:
+            return self._raw.wait_chain(cur, job_id, scheduled_at, now_or(now))
 
     def chain_waits(self, job_ids: Collection[str]) -> list[TriggerRequest]:
         if not job_ids:

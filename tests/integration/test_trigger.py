@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
 from test_run_support import Project, open_sqlite
 
+from cronctl import wake
 from cronctl.jobs.model import ExecutionStatus, Origin
 
 pytestmark = pytest.mark.slow
@@ -105,6 +107,29 @@ def test_trigger_here_runs_in_process(project: Project) -> None:
     assert missing.returncode == 1
     doc = json.loads(missing.stdout)
     assert (doc["status"], doc["attempt"]) == ("dead_letter", 1), doc
+
+
+@pytest.mark.skipif(not wake.supported(), reason="Linux abstract sockets only")
+def test_a_running_scheduler_listens_for_trigger_wakes(project: Project) -> None:
+    """``cronctl trigger`` tells the schedulers on its host that a request waits
+    (cronctl.wake): a running one listens on its pid's socket until it stops."""
+
+    def woken(pid: int) -> bool:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+            try:
+                s.sendto(b"t", wake.address(pid))
+            except ConnectionRefusedError:
+                return False
+        return True
+
+    run = project.start()
+    try:
+        assert run.wait_for(lambda t: "ready node=" in t), run.text()
+        assert woken(run.proc.pid)
+        assert project.cli("trigger", "daily").returncode == 0
+    finally:
+        assert run.stop() == 0
+    assert not woken(run.proc.pid)
 
 
 def test_trigger_unknown_job_exits_3(project: Project) -> None:
