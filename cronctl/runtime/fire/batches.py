@@ -228,10 +228,12 @@ class FinalBatch:
             self._drain(eid)
             with self._lock:
                 job_id = self._jobs.pop(eid, None)
-            if not ok:
-                self._fenced(eid, status, token)
-            elif job_id is not None:
+            if job_id is not None:
                 written.append((job_id, eid, status, error))
+            if not ok:  # how it ended here, then that the store refused it
+                recorded_lines(log, written)
+                written = []
+                self._fenced(eid, status, token)
         recorded_lines(log, written)
 
     def _fenced(self, execution_id: int, status: ExecutionStatus, token: int | None) -> None:

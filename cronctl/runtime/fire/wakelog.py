@@ -134,7 +134,9 @@ def recorded_lines(log: logging.Logger,
     """The ``finished`` lines of executions whose final status has just been written
     (the I/O thread, after the commit): a line never announces an ending that a SIGKILL
     a moment later turns into ``lost`` and a next attempt. Successes as :meth:`WakeLog.
-    flush` writes them (one line, or a summary of a batch), the others each a WARNING."""
+    flush` writes them (one line, or a summary of a batch), the others each a WARNING. A
+    final status the store refused gets its line too, just before the ``fenced`` WARNING
+    that says so."""
     done = [(job_id, eid) for job_id, eid, status, _e in ended
             if status is ExecutionStatus.SUCCEEDED]
     _lines(log, done, _done_line, lambda: (
