@@ -99,12 +99,12 @@ class FinalBatch:
         self._clock = clock
         self._lock = threading.Lock()
         self._writing = threading.Lock()  # one write at a time (I/O thread or scheduler thread)
-        self._pending: list[tuple[int, ExecutionStatus, str | None, int | None]] = []
+        # (execution, status, error, token, job id: its `finished` line once written)
+        self._pending: list[tuple[int, ExecutionStatus, str | None, int | None, str]] = []
         self._usage: dict[int, ResourceUsage] = {}  # a command's figures, by execution
         self._starts: list[tuple[int, datetime]] = []
         self._restamps: list[tuple[int, datetime]] = []
         self._lost: set[int] = set()  # started here, but the row was not pending any more
-        self._jobs: dict[int, str] = {}  # the job of each ending to log once written
         # Told of each final status the store refused (the watch's ``fenced``; I/O thread).
         self.on_fenced: Callable[[ExecutionRecord, ExecutionStatus, datetime], None] | None = (
             None)
@@ -118,9 +118,7 @@ class FinalBatch:
         once the status is written (:func:`~cronctl.runtime.fire.wakelog.recorded_lines`)."""
         with self._lock:
             first = not self._pending and not self._starts
-            self._pending.append((execution_id, status, error, token))
-            if job_id:
-                self._jobs[execution_id] = job_id
+            self._pending.append((execution_id, status, error, token, job_id))
             if usage is not None:
                 self._usage[execution_id] = usage
         if first or prompt:
@@ -178,20 +176,19 @@ class FinalBatch:
         begun = dict(starts)
         stamped = dict(restamps)
         finals: list[tuple[int, ExecutionStatus, str | None, int | None, datetime | None,
-                           bool]] = []
-        for eid, status, error, token in batch:
+                           bool, str]] = []
+        for eid, status, error, token, job_id in batch:
             if eid in self._lost:  # its start was refused: the row is someone else's
                 self._lost.discard(eid)
-                with self._lock:
-                    self._jobs.pop(eid, None)
                 self._drain(eid)
                 self._fenced(eid, status, token)
                 continue
             when = begun.pop(eid, None)
             if when is not None:
-                finals.append((eid, status, error, token, when, True))
+                finals.append((eid, status, error, token, when, True, job_id))
             else:  # (a restamp ending in this batch rides with its final status)
-                finals.append((eid, status, error, token, stamped.pop(eid, None), False))
+                finals.append((eid, status, error, token, stamped.pop(eid, None), False,
+                               job_id))
         at = self._clock()
         changes = [Transition(eid, _PENDING, ExecutionStatus.RUNNING, started_at=when)
                    for eid, when in begun.items()]
@@ -201,12 +198,13 @@ class FinalBatch:
             usage = {eid: self._usage.pop(eid) for eid, *_r in finals if eid in self._usage}
         changes += [Transition(eid, _PENDING if pending else _LIVE, status, error, when, at,
                                token, usage.get(eid))
-                    for eid, status, error, token, when, pending in finals]
+                    for eid, status, error, token, when, pending, _job in finals]
         try:
             done = self._store.transitions(changes)
         except StoreUnavailable:
             with self._lock:  # (the fenced ones were reported already)
-                self._pending[:0] = [(e, st, err, tok) for e, st, err, tok, _w, _p in finals]
+                self._pending[:0] = [(e, st, err, tok, j) for e, st, err, tok, _w, _p, j
+                                     in finals]
                 self._usage.update(usage)
                 self._starts[:0] = starts
                 self._restamps[:0] = restamps
@@ -214,8 +212,6 @@ class FinalBatch:
         except BaseException:
             for eid, *_rest in finals:
                 self._drain(eid)
-                with self._lock:
-                    self._jobs.pop(eid, None)
             raise
         for eid, ok in zip(begun, done, strict=False):
             if not ok:
@@ -223,12 +219,10 @@ class FinalBatch:
                 log.warning("exec=%s started here, but its row was no longer pending "
                             "(claimed or closed elsewhere)", eid)
         written: list[tuple[str, int, ExecutionStatus, str | None]] = []
-        for (eid, status, error, token, _when, _p), ok in zip(
+        for (eid, status, error, token, _when, _p, job_id), ok in zip(
                 finals, done[len(begun) + len(stamped):], strict=True):
             self._drain(eid)
-            with self._lock:
-                job_id = self._jobs.pop(eid, None)
-            if job_id is not None:
+            if job_id:
                 written.append((job_id, eid, status, error))
             if not ok:  # how it ended here, then that the store refused it
                 recorded_lines(log, written)
