@@ -143,6 +143,16 @@ class Guards:
                       f"{late[1].isoformat(timespec='seconds')}); when it fired late, "
                       "an earlier instant of that set was still running")
             return Skip(js.job.id, p.planned, p.origin, SkipReason.MISFIRE, detail=detail)
+        started = js.admitted_at
+        if (running is not None and started is not None and running < p.planned
+                and p.due < started):
+            # The scheduler was held up (a stalled thread, a blocked write): this instant
+            # and an earlier one were handled late together, so what runs started after
+            # this instant was due, and nothing ran at its time.
+            detail = (f"due while the scheduler was held up; it was handled late, after "
+                      f"the instant {running.isoformat(timespec='seconds')} had started "
+                      f"(at {started.isoformat(timespec='seconds')}) and was still running")
+            return Skip(js.job.id, p.planned, p.origin, SkipReason.MISFIRE, detail=detail)
         return Skip(js.job.id, p.planned, p.origin, SkipReason.OVERLAP)
 
     def _offer_explicit(self, p: _Pending, now: datetime, out: list[Action]) -> None:
@@ -168,6 +178,7 @@ class Guards:
 
     def _admit(self, p: _Pending, now: datetime, out: list[Action]) -> None:
         p.js.admitted = p.planned
+        p.js.admitted_at = now if p.origin is Origin.CRON and p.attempt == 1 else None
         if p.waiting_since is not None and self._expired(p):
             self._drop_expired(p, now, out)
             return

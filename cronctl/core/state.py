@@ -36,6 +36,9 @@ class Job:
     # :meth:`Guards._overlap_reason`).
     late: tuple[datetime, datetime] | None = None
     admitted: datetime | None = None
+    # When that occurrence's first scheduled attempt started (None for other attempts): an
+    # instant due before it was handled late, behind it, and nothing ran at its time.
+    admitted_at: datetime | None = None
 
 
 @dataclass(slots=True, eq=False)

@@ -140,6 +140,39 @@ def test_a_recovered_attempt_still_overlaps_the_late_set_after_it() -> None:
         (at(20), SkipReason.OVERLAP), (at(30), SkipReason.OVERLAP)]
 
 
+def test_instants_handled_late_by_a_held_up_scheduler_are_misfire_not_overlap() -> None:
+    # The scheduler thread was held up (a blocked write) from 2 s to 12 s: no store
+    # outage, no start-up, only ticks that come late. The oldest instant fires at 12; those
+    # dropped behind it were due before it started, when nothing ran: misfire, not overlap.
+    core = SchedulerCore([job(every=1)])
+    core.start(at(0.5))
+    [first] = of(core.tick(at(1)), Fire)
+    core.on_complete(first.key, OK, None, at(1.5))
+    d = core.tick(at(12.4))
+    [late] = of(d, Fire)
+    assert late.planned == at(2)
+    skips = of(d, Skip)
+    assert [(s.planned, s.reason) for s in skips] == [
+        (at(s), SkipReason.MISFIRE) for s in range(3, 13)]
+    assert skips[0].detail is not None and "held up" in skips[0].detail
+    assert "was still running" in skips[0].detail
+    # on time again: what runs started before the next instant was due, a plain overlap
+    d = core.tick(at(13))
+    assert [(s.planned, s.reason) for s in of(d, Skip)] == [(at(13), SkipReason.OVERLAP)]
+
+
+def test_an_instant_due_while_its_predecessor_ran_on_time_stays_overlap() -> None:
+    # the previous execution started on time and was still running: overlap, even when
+    # the scheduler handles the next instant a little late
+    core = SchedulerCore([job(every=1)])
+    core.start(at(0.5))
+    [first] = of(core.tick(at(1.01)), Fire)
+    d = core.tick(at(2.3))
+    assert [(s.planned, s.reason) for s in of(d, Skip)] == [(at(2), SkipReason.OVERLAP)]
+    assert of(d, Fire) == []
+    core.on_complete(first.key, OK, None, at(2.5))
+
+
 def test_the_threshold_is_inclusive_and_measured_on_the_oldest_instant() -> None:
     threshold = timedelta(seconds=10)
     on_edge = SchedulerCore([job(every=1, misfire_threshold=threshold,
