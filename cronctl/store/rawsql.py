@@ -85,6 +85,12 @@ _WAITER_UPSERT = (
 )
 _WAITER_DONE = 'DELETE FROM group_waiters WHERE "key" = ? AND job_id = ? AND planned = ?'
 _WAITERS_GONE = 'DELETE FROM group_waiters WHERE "key" = ? AND seen_at <= ?'
+# A scheduled instant that a skip record covers was decided already: a peer that saw the
+# job's guard held (its last final status still waiting for the database) recorded it
+# ``overlap``. The node that inserts the instant's row late, its guard now free, must not
+# run it too; the reverse order is refused in :mod:`cronctl.store.skips`.
+_SKIPPED = ("SELECT 1 FROM skip_records WHERE job_id = ? AND scope = ? AND last_at >= ? "
+            "AND first_at <= ? LIMIT 1")
 GROUP_PREFIX = "group:"
 _FINAL = frozenset(s for s in ExecutionStatus
                    if s not in (ExecutionStatus.PENDING, ExecutionStatus.RUNNING))
@@ -235,6 +241,9 @@ class RawSql(TriggerQueries):
             if held is not None:
                 cur.execute(self.sql("DELETE FROM job_executions WHERE id = ?"), (new_id,))
                 out[i] = held
+            elif r.attempt == 1 and Origin(r.origin) is Origin.CRON and self._skipped(cur, r):
+                self.release_executions(cur, [new_id])
+                cur.execute(self.sql("DELETE FROM job_executions WHERE id = ?"), (new_id,))
             elif r.fenced:
                 token = self.next_fencing_token(cur, r.job_id)
                 cur.execute(self.sql("UPDATE job_executions SET fencing_token = ? WHERE id = ?"),
@@ -243,6 +252,11 @@ class RawSql(TriggerQueries):
             else:
                 out[i] = new_id
         return out
+
+    def _skipped(self, cur: Any, r: NewExecution) -> bool:
+        at = self.ts(r.scheduled_at)
+        cur.execute(self.sql(_SKIPPED), (r.job_id, r.scope_node or "", at, at))
+        return cur.fetchone() is not None
 
     def take_locks(self, cur: Any, execution_id: int, node_id: str, keys: Sequence[str],
                    at: datetime, *, waiter: tuple[str, Any] | None = None) -> str | None:

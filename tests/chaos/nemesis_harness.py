@@ -344,12 +344,10 @@ def _running_at(ran: Any, job: str, node: str | None, at: float) -> bool:
                and a.start - 0.5 <= at <= a.last + 0.5 for a in ran)
 
 
-def check(figures: dict[str, Any], known: tuple[str, ...] = ()) -> None:
-    """Every count of a broken promise is 0, except the ``known`` ones (an open bug the
-    caller names; they are still printed)."""
+def check(figures: dict[str, Any]) -> None:
+    """Every count of a broken promise is 0."""
     for key in ("concurrent", "unaccounted", "ran_and_skipped", "left_running",
                 "false_success", "attempts_without_row"):
-        if key not in known:
-            assert figures[key] == 0, (key, figures)
+        assert figures[key] == 0, (key, figures)
     assert figures["command_attempts"] > 0, figures
     assert all(code == 0 for code in figures["exit_codes"].values()), figures

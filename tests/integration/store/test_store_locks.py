@@ -237,3 +237,29 @@ def test_a_waiter_that_stopped_asking_or_whose_node_left_stops_counting(
     store.release_locks("n2")
     [b3] = store.insert_guarded([row("late", T0 + 4 * sec, node="n1", locks=(g2,))])
     assert isinstance(b3, int)
+
+
+def test_a_scheduled_instant_a_peer_skipped_is_not_inserted_late(store: Store) -> None:
+    """The SQLite disk-full nemesis of tests/chaos: a peer saw the job's guard held (its
+    last final status still waiting for the database) and recorded the next instant
+    ``overlap``; the node whose guard is free again inserts that instant late. The skip
+    was first: the row is not written and its lock not taken; other instants and later
+    attempts of the same occurrence are not affected."""
+    from cronctl.store.records import SkipRun
+
+    solo = (job_lock("solo"),)
+    [old] = store.insert_guarded([row("solo", T0, single=True, locks=solo)])
+    assert isinstance(old, int)
+    assert store.record_skips([SkipRun(job_id="solo", reason="overlap",
+                                       first_at=T0 + TTL, last_at=T0 + TTL, count=1,
+                                       node_id="n2", scope_node=None)]) == [True]
+    assert store.transition(old, S.RUNNING, S.SUCCEEDED, finished_at=T0 + TTL)
+    late = row("solo", T0 + TTL, single=True, locks=solo)
+    assert store.insert_guarded([late]) == [None]
+    assert [e.scheduled_at for e in store.list_executions(job_id="solo")] == [T0]
+    assert store.guard_locks() == []
+    [nxt] = store.insert_guarded([row("solo", T0 + 2 * TTL, single=True, locks=solo)])
+    assert isinstance(nxt, int)
+    assert store.transition(nxt, S.RUNNING, S.SUCCEEDED, finished_at=T0 + 2 * TTL)
+    [retry] = store.insert_guarded([row("solo", T0 + TTL, single=True, locks=solo, attempt=2)])
+    assert isinstance(retry, int)
