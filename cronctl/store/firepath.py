@@ -171,9 +171,9 @@ class FirePath(Protocol):
         locks (a :class:`Fenced` for a ``fenced`` row: the job's next fencing token was
         taken after the locks, in that transaction, and written on the row); ``None``
         where the row already existed, or where it is a scheduled first attempt whose
-        instant a skip record covers (a peer decided it already); the key of a lock that another execution holds
-        (then neither the row nor any lock was written). Of any number of concurrent
-        callers taking one key, exactly one gets it."""
+        instant a skip record covers (a peer decided it already); the key of a lock
+        that another execution holds (then neither the row nor any lock was written).
+        Of any number of concurrent callers taking one key, exactly one gets it."""
         ...
 
     def claim_guarded(
