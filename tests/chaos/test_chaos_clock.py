@@ -5,7 +5,8 @@ node n2's wall clock (only the wall clock: ``tests/clock_shim.c``) steps ahead b
 than ``clock_skew_limit``, by more, and back, over and over, while n1's stays right.
 Commands write the planned instant and the real time they started, so the audit does
 not only trust the database: 0 fires before their instant, 0 misfire skip records (n1
-ran everything), 0 instants run twice, every instant accounted for, and both nodes
+ran everything; only the instants due while both nodes were stopped for the restart are a
+late set), 0 instants run twice, every instant accounted for, and both nodes
 start again afterwards (none locked out by a cursor n2 pushed ahead).
 
 ``make test`` runs a short round (``CRONCTL_CHAOS_SECONDS``, default 12 here); longer
@@ -19,7 +20,7 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -92,6 +93,7 @@ def test_chaos_clock_steps_forward(tmp_path: Path, postgres_url: str) -> None:
             time.sleep(min(2.0, max(end - time.monotonic(), 0.1)))
         clock.set(0)
         time.sleep(1.5)
+        down = datetime.now(UTC) - timedelta(seconds=1)
         codes = [_stop(p) for p in procs.values()]
         assert codes == [0, 0]
         # Nobody locked out: both start again on the cursors left behind.
@@ -99,6 +101,7 @@ def test_chaos_clock_steps_forward(tmp_path: Path, postgres_url: str) -> None:
                  for n in ("n1", "n2")}
         assert _ready(tmp_path, "n1", 2), (tmp_path / "n1.log").read_text()
         assert _ready(tmp_path, "n2", 2), (tmp_path / "n2.log").read_text()
+        up = datetime.now(UTC) + timedelta(seconds=1)
         time.sleep(1.5)
     finally:
         codes = [_stop(p) for p in procs.values()]
@@ -121,7 +124,11 @@ def test_chaos_clock_steps_forward(tmp_path: Path, postgres_url: str) -> None:
     runs = collections.Counter((r.job_id, r.scheduled_at) for r in rows)
     twice = [k for k, n in runs.items() if n > 1] + [(r.job_id, r.scheduled_at)
                                                       for r in rows if r.attempt > 1]
-    misfires = [s for s in skips if s.reason == "misfire"]
+    # While both nodes were stopped nobody ran: the instants of that gap are one late set
+    # at the restart, and those dropped behind its late fire are honest misfires.
+    misfires = [s for s in skips if s.reason == "misfire" and not (
+        down <= s.first_at and s.last_at <= up and s.detail is not None
+        and "no scheduler could start it" in s.detail)]
     covered = set(runs)
     for s in skips:
         t = s.first_at
