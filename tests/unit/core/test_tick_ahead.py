@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from core_helpers import T0, at, job, of
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cronctl.core import Abandon, Enqueue, Fire, SchedulerCore, WaitReason
 
@@ -54,3 +56,18 @@ def test_tick_ahead_leaves_timers_to_tick() -> None:
     assert not of(core.tick_ahead(at(20), mono=19.9), Abandon)
     assert fire.key in core.active_keys()
     assert of(core.tick(at(11.5), mono=11.5), Abandon)
+
+
+@given(periods=st.lists(st.integers(1, 9), min_size=0, max_size=60),
+       horizon=st.floats(0, 30), more_than=st.integers(0, 40))
+@settings(max_examples=150, deadline=None)
+def test_crowded_walks_only_the_due_part_of_the_heap_and_counts_exactly(
+        periods: list[int], horizon: float, more_than: int) -> None:
+    # The walk stops at entries not due; the count must equal a scan of every entry.
+    core = SchedulerCore([job(f"j{i:02d}", every=p) for i, p in enumerate(periods)],
+                         max_concurrent_jobs=4)
+    core.start(T0)
+    core.tick(at(horizon / 3))  # entries re-pushed at different instants
+    until = at(horizon)
+    due = sum(1 for entry in core._heap if entry[0] <= until)
+    assert core.crowded(until, more_than) == (due if due > more_than else 0)
