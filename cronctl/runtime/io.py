@@ -13,8 +13,10 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
+from typing import Any
 
 from cronctl.errors import first_line
 from cronctl.store.base import StoreUnavailable
@@ -42,9 +44,30 @@ class IoWorker:
         self._seq = itertools.count()
         # Where a StoreUnavailable goes instead of a per-task warning (see runtime.health).
         self.on_unavailable: Callable[[StoreUnavailable], None] | None = None
+        self._turns: dict[str, object] = {}  # name -> the run of in_turns that is current
 
     def submit(self, task: Task) -> None:
         self._tasks.put(task)
+
+    def in_turns(self, name: str, items: Sequence[Any], fn: Callable[[Sequence[Any]], object],
+                 size: int) -> None:
+        """Run ``fn`` on ``items`` a slice of ``size`` at a time, each slice a task of its
+        own at the back of the queue: what is submitted meanwhile (final statuses, which
+        free a single_instance job's next instant) waits for one slice, not for all of
+        them (saving 100,000 definitions took the thread ~30 s). A later call with the
+        same ``name`` supersedes this one: its slices not run yet are dropped. A slice
+        that fails ends the run."""
+        token = self._turns[name] = object()
+
+        def step(start: int) -> None:
+            if self._turns.get(name) is not token:
+                return
+            fn(items[start:start + size])
+            if start + size < len(items):
+                self._tasks.put(partial(step, start + size))
+            elif self._turns.get(name) is token:
+                del self._turns[name]
+        self._tasks.put(partial(step, 0))
 
     def every(self, name: str, interval: float, fn: Task, *, first: float | None = None) -> None:
         """Run ``fn`` every ``interval`` seconds (first after ``first``, default interval).

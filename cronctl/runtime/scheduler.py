@@ -176,7 +176,8 @@ class Scheduler:
                       up(self.flusher.flush))
         self.io.every("pause poll", PAUSE_POLL_INTERVAL, up(self.polls.paused))
         # The definitions' snapshot is informational: READY does not wait for it.
-        self.io.submit(partial(self.store.save_definitions, self._jobs, now=now))
+        self.io.in_turns("definitions", self._jobs,
+                         partial(self.store.save_definitions, now=now), startup.SAVE_SLICE)
         self.pruner = Pruner.attach(self.io, self.store, self.config.retention, node_id=node,
                                     clock=self.clock, is_down=lambda: self.health.down)
         self.polls.jobs_are(self.polls.known, {j for j, st in states.items() if st.paused})
@@ -401,7 +402,7 @@ class Scheduler:
             self._jobs = jobs
             self.polls.jobs_are(j.id for j in jobs)  # (the next pause poll reports all)
             self._index_groups()
-            self.io.submit(lambda: self.store.save_definitions(jobs))
+            self.io.in_turns("definitions", jobs, self.store.save_definitions, startup.SAVE_SLICE)
             log.info("reloaded jobs=%d", sum(1 for j in jobs if j.enabled))
             self.notifier.notify(f"STATUS=scheduling {sum(1 for j in jobs if j.enabled)} jobs")
             self.firing.execute(decision)

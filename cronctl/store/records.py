@@ -45,7 +45,8 @@ class ScheduleState:
     snapshot written by :meth:`Store.save_definitions` (``{}`` when the row was created by
     a cursor/pause/fencing call before any definition was saved). ``first_seen`` is when
     a scheduler first saved the job's definition (``None``: never; the epoch for rows
-    older than that record): nothing of the job was planned before it."""
+    older than that record): nothing of the job was planned before it; ``updated_at``
+    when a saved definition last changed."""
 
     job_id: str
     definition: Mapping[str, Any]

@@ -259,6 +259,17 @@ def test_first_seen_is_the_first_save_of_a_definition(store: Store) -> None:
     assert seen == {"a": T0, "late": T0, "new": T0 + timedelta(hours=1)}
 
 
+def test_an_unchanged_definition_is_not_written_again(store: Store) -> None:
+    """Every node saves every job's definition at start: only a change is written (and
+    ``updated_at`` says when a definition last changed)."""
+    store.save_definitions([_job("a"), _job("b")], now=T0)
+    later = T0 + timedelta(hours=1)
+    changed = JobDefinition(id="b", target=PythonTarget("mod", "fn"), cron="30 * * * * *")
+    store.save_definitions([_job("a"), changed], now=later)
+    got = {s.job_id: (s.updated_at, s.definition["cron"]) for s in store.list_schedules()}
+    assert got == {"a": (T0, "0 * * * * *"), "b": (later, "30 * * * * *")}
+
+
 def test_cursor_never_moves_backwards(store_factory: StoreFactory) -> None:
     store = store_factory()
     assert store.advance_cursor("j", T0) == T0
