@@ -22,7 +22,7 @@ rows the runtime takes with the execution row; the core only learns of them thro
 ``blocked``. The core orders the waiters of one node; across nodes the store keeps a
 group FIFO: a fire blocked by its group's lock registers as a waiter, and a free group
 lock is only taken by a fire with no older live waiter (``group_waiters``, see
-:meth:`cronctl.store.rawsql.RawSql.take_locks`), so a group busy on one node most of the
+:meth:`cronctl.store.guardsql.GuardQueries.take_locks`), so a group busy on one node most of the
 time still goes to a job waiting for it on another.
 
 Only a started attempt (:class:`Fire`) holds a slot; the runtime gives it back with

@@ -17,29 +17,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from cronctl.jobs.model import ExecutionStatus, Origin
+from cronctl.jobs.model import ExecutionStatus
+from cronctl.store.guardsql import GuardQueries
 from cronctl.store.reads import read_instant
-from cronctl.store.records import Fenced, NewExecution, Transition, require_aware, statuses
-from cronctl.store.triggersql import TriggerQueries
-
-_COLUMNS = ("job_id", "occurrence_id", "scheduled_at", "attempt", "scope", "node_id",
-            "origin", "status", "target", "fencing_token", "created_at", "started_at",
-            "finished_at")
-_KEY = "(job_id, occurrence_id, scope, attempt)"
-_INSERT = (f"INSERT INTO job_executions ({', '.join(_COLUMNS)}) VALUES {{values}} "
-           f"ON CONFLICT {_KEY} DO NOTHING RETURNING id{{more}}")
-_ROW = "(" + ", ".join("?" * len(_COLUMNS)) + ")"
-PG_CHUNK = 1000  # rows per multi-row INSERT (13 parameters each, far below the limit)
-# SQLite: 76 rows of 13 parameters stay within 999, the least SQLITE_MAX_VARIABLE_NUMBER
-# any build has (a multi-row VALUES is not bound by SQLITE_MAX_COMPOUND_SELECT).
-SQLITE_CHUNK = 999 // len(_COLUMNS)
-_RETURNED = ", job_id, occurrence_id, scope, attempt"
+from cronctl.store.records import Transition, statuses
 
 _USAGE = ("UPDATE job_executions SET exit_code = ?, signal = ?, cpu_seconds = ?, "
           "max_rss_bytes = ? WHERE id = ?")
@@ -60,46 +47,14 @@ _DEFINITION_UPSERT = (
     "WHERE job_schedules.definition <> excluded.definition "
     "OR job_schedules.first_seen IS NULL"
 )
-_FENCING = (
-    "INSERT INTO job_schedules (job_id, fencing_token) VALUES (?, 1) ON CONFLICT (job_id) "
-    "DO UPDATE SET fencing_token = job_schedules.fencing_token + 1 RETURNING fencing_token"
-)
 _NODE_CURSOR_UPSERT = (
     'INSERT INTO node_cursors (job_id, node_id, "cursor") VALUES (?, ?, ?) '
     'ON CONFLICT (job_id, node_id) DO UPDATE SET "cursor" = excluded."cursor" '
     'WHERE node_cursors."cursor" < excluded."cursor"'
 )
 
-_LOCK_INSERT = ('INSERT INTO guard_locks ("key", execution_id, node_id, acquired_at) '
-                'VALUES (?, ?, ?, ?) ON CONFLICT ("key") DO NOTHING')
-# Serial-group fairness (see tables.group_waiters): an older live waiter of the group
-# keeps the group's free lock from anyone else; a blocked fire registers (or refreshes)
-# itself; the fire that takes the lock leaves the queue. A dead node's waiters are
-# dropped with its locks; one that stopped retrying (it expired, or its job was removed)
-# stops counting after WAITER_TTL, measured against the asking node's clock (a clock
-# that is off shortens or stretches that, never blocks a group for good).
-WAITER_TTL = timedelta(seconds=5)
-_WAITER_OLDER = (
-    'SELECT 1 FROM group_waiters w WHERE w."key" = ? AND w.seen_at > ? '
-    "AND (w.planned < ? OR (w.planned = ? AND w.job_id < ?)) LIMIT 1"
-)
-_WAITER_UPSERT = (
-    'INSERT INTO group_waiters ("key", job_id, planned, node_id, seen_at) '
-    'VALUES (?, ?, ?, ?, ?) ON CONFLICT ("key", job_id, planned) '
-    "DO UPDATE SET node_id = excluded.node_id, seen_at = excluded.seen_at"
-)
-_WAITER_DONE = 'DELETE FROM group_waiters WHERE "key" = ? AND job_id = ? AND planned = ?'
-_WAITERS_GONE = 'DELETE FROM group_waiters WHERE "key" = ? AND seen_at <= ?'
-# A scheduled instant that a skip record covers was decided already: a peer that saw the
-# job's guard held (its last final status still waiting for the database) recorded it
-# ``overlap``. The node that inserts the instant's row late, its guard now free, must not
-# run it too; the reverse order is refused in :mod:`cronctl.store.skips`.
-_SKIPPED = ("SELECT 1 FROM skip_records WHERE job_id = ? AND scope = ? AND last_at >= ? "
-            "AND first_at <= ? LIMIT 1")
-GROUP_PREFIX = "group:"
 _FINAL = frozenset(s for s in ExecutionStatus
                    if s not in (ExecutionStatus.PENDING, ExecutionStatus.RUNNING))
-LOCK_CHUNK = 1000
 _OPTIONAL = ("error", "started_at", "finished_at")
 # What an UPDATE of a Transition sets and checks: error, started_at, finished_at given;
 # the statuses it may change from; fenced.
@@ -113,8 +68,9 @@ def _shape(c: Transition) -> _Shape:
             tuple(s.value for s in statuses(c.expected)), c.fencing_token is not None)
 
 
-class RawSql(TriggerQueries):
-    """The hot statements of one engine's dialect (and the read and trigger queries)."""
+class RawSql(GuardQueries):
+    """The hot statements of one engine's dialect (and the row, guard, read and trigger
+    queries it inherits)."""
 
     def __init__(self, engine: sa.Engine) -> None:
         super().__init__(engine.dialect.name == "postgresql")
@@ -122,8 +78,6 @@ class RawSql(TriggerQueries):
         self._error: type[Exception] = engine.dialect.loaded_dbapi.Error
         self._updates: dict[_Shape, str] = {}
         self._batched: dict[tuple[_Shape, int], str] = {}
-        self._pg_inserts: dict[int, str] = {}
-        self._sqlite_inserts: dict[int, str] = {}
 
     @contextmanager
     def cursor(self, conn: Connection) -> Iterator[Any]:
@@ -142,174 +96,6 @@ class RawSql(TriggerQueries):
                                              connection_invalidated=disconnect) from error
         finally:
             cur.close()
-
-    # --- statements ------------------------------------------------------------------------
-
-    def _stamps(self) -> Callable[[datetime, str], Any]:
-        """:meth:`ts` for the rows of one batch, each distinct instant converted once (a
-        burst's rows share their planned, created and started instants)."""
-        memo: dict[tuple[datetime, int], Any] = {}
-
-        def stamp(value: datetime, what: str) -> Any:
-            # fold in the key: two datetimes of one zone compare (and hash) equal across
-            # a DST fold although they are different instants.
-            key = (value, value.fold)
-            got = memo.get(key)
-            if got is None:
-                got = memo[key] = self.ts(require_aware(value, what))
-            return got
-        return stamp
-
-    @staticmethod
-    def _params(r: NewExecution, now: datetime, stamp: Callable[[datetime, str], Any]
-                ) -> tuple[Any, ...]:
-        started, finished = r.started_at, r.finished_at
-        return (r.job_id, r.occurrence_id, stamp(r.scheduled_at, "scheduled_at"),
-                r.attempt, r.scope_node or "", r.node_id, Origin(r.origin).value,
-                ExecutionStatus(r.status).value, r.target, r.fencing_token,
-                stamp(r.created_at or now, "now"),
-                None if started is None else stamp(started, "started_at"),
-                None if finished is None else stamp(finished, "finished_at"))
-
-    def insert_executions(self, cur: Any, rows: Sequence[NewExecution]) -> list[int | None]:
-        """Multi-row INSERTs; rows that lost are not returned (and RETURNING's order is
-        not the rows'), so the winners are matched back by their unique key (a key
-        repeated within the batch wins once)."""
-        now = datetime.now(UTC)
-        stamp = self._stamps()
-        params = [self._params(r, now, stamp) for r in rows]
-        won: dict[tuple[str, str, str, int], int] = {}
-        if not self.pg:
-            for start in range(0, len(params), SQLITE_CHUNK):
-                chunk = params[start:start + SQLITE_CHUNK]
-                cur.execute(self._sqlite_insert(len(chunk)), [v for p in chunk for v in p])
-                for new_id, job_id, occ, scope, attempt in cur.fetchall():
-                    won[(job_id, occ, scope, int(attempt))] = int(new_id)
-            return [won.pop((p[0], p[1], p[4], p[3]), None) for p in params]
-        # Rows in key order: two nodes inserting the same occurrences take the unique
-        # index's locks in the same order, so their batches cannot deadlock.
-        ordered = sorted(params, key=lambda p: (p[0], p[1], p[4], p[3]))
-        # Numbered placeholders on a RawCursor: psycopg does not rewrite (parse) the
-        # statement, which for %s cost ~40 us per row of a 1,000-row INSERT.
-        from psycopg import RawCursor
-
-        with RawCursor(cur.connection) as raw:
-            for start in range(0, len(ordered), PG_CHUNK):
-                chunk = ordered[start:start + PG_CHUNK]
-                raw.execute(self._pg_insert(len(chunk)), [v for p in chunk for v in p])
-                for new_id, job_id, occ, scope, attempt in raw.fetchall():
-                    won[(job_id, occ, scope, int(attempt))] = int(new_id)
-        return [won.pop((p[0], p[1], p[4], p[3]), None) for p in params]
-
-    def _pg_insert(self, rows: int) -> str:
-        """The multi-row INSERT of ``rows`` rows with ``$n`` placeholders (cached)."""
-        sql = self._pg_inserts.get(rows)
-        if sql is None:
-            width = len(_COLUMNS)
-            values = ", ".join("(" + ", ".join(f"${r * width + c + 1}" for c in range(width))
-                               + ")" for r in range(rows))
-            sql = self._pg_inserts[rows] = _INSERT.format(values=values, more=_RETURNED)
-        return sql
-
-    def _sqlite_insert(self, rows: int) -> str:
-        """The multi-row INSERT of ``rows`` rows with ``?`` placeholders (cached)."""
-        sql = self._sqlite_inserts.get(rows)
-        if sql is None:
-            sql = self._sqlite_inserts[rows] = _INSERT.format(
-                values=", ".join([_ROW] * rows), more=_RETURNED)
-        return sql
-
-    def insert_guarded(self, cur: Any, rows: Sequence[NewExecution]
-                       ) -> list[int | Fenced | str | None]:
-        """See :meth:`cronctl.store.base.Store.insert_guarded`. Rows without locks take the
-        batch path; each row with locks is inserted, then its locks are taken in key order
-        (one order for every node), and both are undone if a key is held. A fenced row's
-        token is taken last: while its lock is held no other transaction can take one
-        for the job (on PostgreSQL the others wait on the lock's key, not on the token),
-        so the job's tokens rise in the order its lock changes hands."""
-        out: list[int | Fenced | str | None] = [None] * len(rows)
-        plain = [i for i, r in enumerate(rows) if not r.locks and not r.fenced]
-        if plain:
-            for i, new_id in zip(plain, self.insert_executions(cur, [rows[i] for i in plain]),
-                                 strict=True):
-                out[i] = new_id
-        guarded = sorted((i for i, r in enumerate(rows) if r.locks or r.fenced),
-                         key=lambda i: sorted(rows[i].locks))
-        for i in guarded:
-            r = rows[i]
-            [new_id] = self.insert_executions(cur, [r])
-            if new_id is None:
-                continue
-            held = self.take_locks(cur, new_id, r.node_id, r.locks,
-                                   require_aware(r.created_at or datetime.now(UTC), "now"),
-                                   waiter=(r.job_id, self.ts(r.scheduled_at)))
-            if held is not None:
-                cur.execute(self.sql("DELETE FROM job_executions WHERE id = ?"), (new_id,))
-                out[i] = held
-            elif r.attempt == 1 and Origin(r.origin) is Origin.CRON and self._skipped(cur, r):
-                self.release_executions(cur, [new_id])
-                cur.execute(self.sql("DELETE FROM job_executions WHERE id = ?"), (new_id,))
-            elif r.fenced:
-                token = self.next_fencing_token(cur, r.job_id)
-                cur.execute(self.sql("UPDATE job_executions SET fencing_token = ? WHERE id = ?"),
-                            (token, new_id))
-                out[i] = Fenced(new_id, token)
-            else:
-                out[i] = new_id
-        return out
-
-    def _skipped(self, cur: Any, r: NewExecution) -> bool:
-        at = self.ts(r.scheduled_at)
-        cur.execute(self.sql(_SKIPPED), (r.job_id, r.scope_node or "", at, at))
-        return cur.fetchone() is not None
-
-    def take_locks(self, cur: Any, execution_id: int, node_id: str, keys: Sequence[str],
-                   at: datetime, *, waiter: tuple[str, Any] | None = None) -> str | None:
-        """Take every key for ``execution_id``; on the first one held elsewhere, drop the
-        ones taken and return that key. A serial group's key counts as held while an
-        older fire of the group waits for it (FIFO across nodes); a fire that finds its
-        group held joins that queue, and leaves it when it takes the group. ``waiter``:
-        the row's (job id, planned instant as bound), when the caller has them."""
-        stamp, gone = self.ts(at), self.ts(at - WAITER_TTL)
-        for key in sorted(keys):
-            if key.startswith(GROUP_PREFIX):
-                waiter = waiter or self._waiter(cur, execution_id)
-                taken = self._take_group(cur, key, execution_id, node_id, stamp, gone, waiter)
-            else:
-                cur.execute(self.sql(_LOCK_INSERT), (key, execution_id, node_id, stamp))
-                taken = cur.rowcount == 1
-            if not taken:
-                self.release_executions(cur, [execution_id])
-                return key
-        return None
-
-    def _take_group(self, cur: Any, key: str, execution_id: int, node_id: str, stamp: Any,
-                    gone: Any, waiter: tuple[str, Any]) -> bool:
-        job_id, planned = waiter
-        cur.execute(self.sql(_WAITERS_GONE), (key, gone))  # (so the table stays small)
-        cur.execute(self.sql(_WAITER_OLDER), (key, gone, planned, planned, job_id))
-        taken = cur.fetchone() is None
-        if taken:
-            cur.execute(self.sql(_LOCK_INSERT), (key, execution_id, node_id, stamp))
-            taken = cur.rowcount == 1
-        if taken:
-            cur.execute(self.sql(_WAITER_DONE), (key, job_id, planned))
-        else:
-            cur.execute(self.sql(_WAITER_UPSERT), (key, job_id, planned, node_id, stamp))
-        return taken
-
-    def _waiter(self, cur: Any, execution_id: int) -> tuple[str, Any]:
-        """(job id, planned instant) of an execution row: its place in a group's queue."""
-        cur.execute(self.sql("SELECT job_id, scheduled_at FROM job_executions WHERE id = ?"),
-                    (execution_id,))
-        job_id, planned = cur.fetchone()
-        return str(job_id), planned
-
-    def release_executions(self, cur: Any, execution_ids: Sequence[int]) -> None:
-        for start in range(0, len(execution_ids), LOCK_CHUNK):
-            chunk = execution_ids[start:start + LOCK_CHUNK]
-            cur.execute(self.sql(f"DELETE FROM guard_locks WHERE execution_id IN "
-                                 f"({', '.join('?' * len(chunk))})"), tuple(chunk))
 
     def transitions(self, cur: Any, changes: Sequence[Transition]) -> list[bool]:
         out = self._transitions(cur, changes)
@@ -481,10 +267,6 @@ class RawSql(TriggerQueries):
         cur.execute(self.sql("INSERT INTO job_schedules (job_id, paused) VALUES (?, ?) "
                              "ON CONFLICT (job_id) DO UPDATE SET paused = excluded.paused"),
                     (job_id, paused))
-
-    def next_fencing_token(self, cur: Any, job_id: str) -> int:
-        cur.execute(self.sql(_FENCING), (job_id,))
-        return int(cur.fetchone()[0])
 
     def save_definitions(self, cur: Any, rows: Sequence[tuple[str, str]], at: datetime) -> None:
         stamp = self.ts(at)

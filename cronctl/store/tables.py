@@ -210,7 +210,7 @@ skip_records = sa.Table(
 
 # Fires waiting for a serial group held on another node: a free group lock goes to its
 # oldest waiter (by planned instant, then job id), not to whichever node asks first, so a
-# group busy most of the time cannot starve a waiting job (see rawsql.take_locks). A row
+# group busy most of the time cannot starve a waiting job (see guardsql.take_locks). A row
 # lives while its fire retries (``seen_at``, refreshed by each try) and its node is live.
 group_waiters = sa.Table(
     "group_waiters",

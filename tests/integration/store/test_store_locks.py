@@ -214,7 +214,7 @@ def test_a_waiter_that_stopped_asking_or_whose_node_left_stops_counting(
         store: Store) -> None:
     from dataclasses import replace
 
-    from cronctl.store.rawsql import WAITER_TTL
+    from cronctl.store.guardsql import WAITER_TTL
 
     [b1] = store.insert_guarded([row("blocker", T0, node="n1")])
     assert isinstance(b1, int)
@@ -263,3 +263,67 @@ def test_a_scheduled_instant_a_peer_skipped_is_not_inserted_late(store: Store) -
     assert store.transition(nxt, S.RUNNING, S.SUCCEEDED, finished_at=T0 + 2 * TTL)
     [retry] = store.insert_guarded([row("solo", T0 + TTL, single=True, locks=solo, attempt=2)])
     assert isinstance(retry, int)
+
+
+def test_a_wake_of_single_instance_rows_is_decided_row_by_row_in_one_batch(
+        store: Store) -> None:
+    """Rows whose one guard is their job's lock are inserted in a few statements: each
+    gets what the row-by-row path gives it (row exists: None; lock held: its key; instant
+    skipped by a peer: None; else a fencing token after the job's last one), more rows
+    than one statement's chunk included."""
+    from cronctl.store.records import SkipRun
+
+    def solo(job: str, at: datetime = T0, **kw: object) -> NewExecution:
+        return replace(row(job, at, single=True, locks=(job_lock(job),), **kw),  # type: ignore[arg-type]
+                       fenced=True)
+
+    [first] = store.insert_guarded([solo("busy", T0 - TTL)])  # still running on n1
+    assert isinstance(first, Fenced)
+    busy = first.execution_id
+    assert store.next_fencing_token("later") == 1  # a token handed out before
+    assert store.record_skips([SkipRun(job_id="peer", reason="overlap", first_at=T0,
+                                       last_at=T0, count=1, node_id="n2",
+                                       scope_node=None)]) == [True]
+    [won] = store.insert_guarded([solo("taken", node="n2")])  # another node won it
+    assert isinstance(won, Fenced)
+    taken = won.execution_id
+    many = [f"m{i:03d}" for i in range(450)]
+    wake = [solo("taken"), solo("busy"), solo("peer"), solo("later"), *map(solo, many)]
+    got = store.insert_guarded(wake)
+    assert got[:3] == [None, job_lock("busy"), None]
+    assert isinstance(got[3], Fenced) and got[3].token == 2
+    assert all(isinstance(g, Fenced) and g.token == 1 for g in got[4:])
+    assert store.list_executions(job_id="peer") == []
+    [retry] = store.insert_guarded([solo("peer", attempt=2)])
+    assert isinstance(retry, Fenced)  # a retry of the skipped instant is not refused
+    got.append(retry)
+    locks = {g.key: g.execution_id for g in store.guard_locks()}
+    assert locks[job_lock("busy")] == busy and locks[job_lock("taken")] == taken
+    for g in got[3:]:
+        assert isinstance(g, Fenced)
+        written = store.get_execution(g.execution_id)
+        assert written is not None and written.fencing_token == g.token
+    assert len(locks) == 2 + len(many) + 2
+    assert [e.attempt for e in store.list_executions(job_id="peer")] == [2]
+    assert [e.id for e in store.list_executions(job_id="busy")] == [busy]
+
+
+def test_nodes_racing_for_one_wake_of_single_instance_rows_each_job_once(
+        store_factory: StoreFactory) -> None:
+    """Three nodes insert the same 300 instants (each in its own order): every job's row
+    and lock go to exactly one of them, the others get None, and nobody deadlocks."""
+    jobs = [f"r{i:03d}" for i in range(300)]
+
+    def wake(s: Store, n: int) -> list[int | Fenced | str | None]:
+        order = jobs[n::3] + jobs[:n:3] + [j for k, j in enumerate(jobs) if k % 3 != n % 3]
+        return s.insert_guarded([replace(row(j, single=True, node=f"n{n}",
+                                             locks=(job_lock(j),)), fenced=True)
+                                 for j in order])
+
+    results = race(store_factory, 3, wake)
+    winners = sum(isinstance(g, Fenced) for got in results for g in got)
+    assert winners == len(jobs)
+    assert all(g is None or isinstance(g, Fenced) for got in results for g in got)
+    store = store_factory()
+    assert len(store.guard_locks()) == len(jobs)
+    assert sum(len(store.list_executions(job_id=j)) for j in jobs) == len(jobs)
