@@ -21,9 +21,10 @@ generate (the SQLite one is cached under the temporary directory).
 
 **Cluster** (3 ``cronctl run`` nodes on one PostgreSQL database, 100,000 single_instance
 probe jobs: 1,000 every second, the rest hourly on ``H``): each fire's lateness as its
-handler saw it (p50/p99, goal p99 < 1 s), fires per second, and the database's
-transactions and statements (``pg_stat_database``; ``pg_stat_statements`` when the
-server has it) per fire over the measured window.
+handler saw it (p50/p99, goal p99 < 1 s), fires per second, the instants skipped per
+second by reason, and the database's transactions and statements (``pg_stat_database``;
+``pg_stat_statements`` when the server has it) per fire over the measured window, which
+starts ``CRONCTL_BENCH_CLUSTER_SETTLE`` seconds (default 10) after the last node is READY.
 """
 
 from __future__ import annotations
@@ -296,7 +297,8 @@ def bench_reads() -> None:
 CLUSTER_NODES = 3
 CLUSTER_JOBS = 100_000
 CLUSTER_EVERY_SECOND = 1_000
-CLUSTER_WINDOW = 30.0  # seconds measured, after every node is READY and 10 s of settling
+CLUSTER_WINDOW = 30.0  # seconds measured, after every node is READY and CLUSTER_SETTLE s
+CLUSTER_SETTLE = float(os.environ.get("CRONCTL_BENCH_CLUSTER_SETTLE", "10"))
 
 
 def _db_counters(dsn: str) -> tuple[int, int | None]:
@@ -346,11 +348,12 @@ def bench_cluster() -> dict[str, Any]:
         try:
             ready = max(child.ready(CRONCTL_READY, timeout=300) for child in children)
             dsn = url.replace("postgresql+psycopg://", "postgresql://", 1)
-            time.sleep(max(0.0, ready + 10 - time.time()))
+            time.sleep(max(0.0, ready + CLUSTER_SETTLE - time.time()))
             start, (tx0, st0) = time.time(), _db_counters(dsn)
             time.sleep(CLUSTER_WINDOW)
             end, (tx1, st1) = time.time(), _db_counters(dsn)
             rss = [rss_mb(child.popen.pid)[0] for child in children]
+            skipped = _skips_between(dsn, start, end)
         finally:
             samples = []
             for child in children:
@@ -367,8 +370,20 @@ def bench_cluster() -> dict[str, Any]:
                   transactions_per_fire=(tx1 - tx0) / fires if fires else float("nan"),
                   statements_per_fire=((st1 - st0) / fires if fires and st0 is not None
                                        and st1 is not None else float("nan")),
-                  rss_mb=max(rss))
+                  rss_mb=max(rss), skipped_per_s={
+                      reason: count / CLUSTER_WINDOW for reason, count in skipped.items()})
     return result
+
+
+def _skips_between(dsn: str, start: float, end: float) -> dict[str, int]:
+    """Instants planned in [start, end) that got a skip record, by reason."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT reason, sum(count) FROM skip_records WHERE first_at >= to_timestamp(%s) "
+            "AND last_at < to_timestamp(%s) GROUP BY reason", (start, end)).fetchall()
+    return {str(reason): int(count) for reason, count in rows}
 
 
 def report_cluster(result: dict[str, Any]) -> None:
@@ -384,6 +399,9 @@ def report_cluster(result: dict[str, Any]) -> None:
         ["statements a fire (pg_stat_statements)",
          fmt(result["statements_per_fire"], digits=2), ""],
         ["largest node RSS", fmt(result["rss_mb"], " MB"), ""],
+        ["instants skipped a second", ", ".join(
+            f"{reason} {n:,.0f}" for reason, n in sorted(result["skipped_per_s"].items()))
+            or "0", ""],
     ])
 
 

@@ -483,10 +483,7 @@ class SchedulerCore(Recovery):
             self._memo = (schedule, after, planned)
         if planned is None:
             return
-        due = planned
-        if js.job.jitter:
-            due += jitter_offset(self._occ(js.job.id, planned), js.job.jitter)
-        self._push(due, _FIRE, js.job.id, js.gen, planned)
+        self._push(self._due(js, planned), _FIRE, js.job.id, js.gen, planned)
 
     def _raise_high(self, instant: datetime, job_id: str) -> None:
         if self._high is None or instant > self._high[0]:

@@ -55,7 +55,7 @@ from cronctl.core.calendars import calendar_skip
 from cronctl.core.state import Active as _Active
 from cronctl.core.state import Job as _Job
 from cronctl.core.state import Pending as _Pending
-from cronctl.core.timing import retry_delay
+from cronctl.core.timing import jitter_offset, retry_delay
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode, Origin, OverlapPolicy
 
 _FIRE, _RETRY, _TIMEOUT = 0, 1, 2
@@ -94,6 +94,10 @@ class Guards:
         self._mono = 0.0
         self._seq = 0
         self._next_key = 0
+        # In a cluster, how much later than its instant this node tries a job's planned
+        # fire (a job's other nodes wait while its home node takes it: see
+        # :mod:`cronctl.runtime.homes`); None, or zero, for every job on a node alone.
+        self.away: Callable[[JobDefinition], timedelta] | None = None
         self._active: dict[ExecKey, _Active] = {}
         self._running = 0
         self._slot_wait: deque[_Pending] = deque()
@@ -123,6 +127,16 @@ class Guards:
             return
         js.in_flight += 1
         self._admit(p, now, out)
+
+    def _due(self, js: _Job, planned: datetime) -> datetime:
+        """When this node handles a planned instant: after its jitter, and on a node that
+        is not the job's home, after the home node's turn (see :attr:`away`)."""
+        due = planned
+        if js.job.jitter:
+            due += jitter_offset(self._occ(js.job.id, planned), js.job.jitter)
+        if self.away is not None:
+            due += self.away(js.job)
+        return due
 
     @staticmethod
     def _overlap_skip(p: _Pending, running: datetime | None) -> Skip:

@@ -32,6 +32,7 @@ from cronctl import processes
 from cronctl.dispatch import escapees
 from cronctl.errors import first_line
 from cronctl.jobs.model import ExecutionStatus, JobDefinition
+from cronctl.runtime.homes import Homes
 from cronctl.runtime.logsetup import ids
 from cronctl.store.base import ExecutionRecord, NodeRecord, Store, StoreUnavailable
 
@@ -126,6 +127,7 @@ class Liveness:
         self._previous: datetime | None = None
         self._checks = 0
         self._failing = False
+        self.homes = Homes(node_id)  # who tries a single_instance job's instants first
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -177,6 +179,7 @@ class Liveness:
         now = self.clock()
         me = self.node_id
         nodes = self.store.dead_nodes(now, self.ttl)
+        self.homes.live_are(n.node_id for n in self.store.live_nodes(now, self.ttl))
         dead = {n.node_id: n for n in nodes if n.node_id != me}
         self._checks += 1
         # A write: only when a node has just died (or now and then, for the locks of

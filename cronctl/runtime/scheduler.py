@@ -131,8 +131,8 @@ class Scheduler:
                                    execute=f.execute, slots=config.max_concurrent_jobs,
                                    slice_=TICK_SLICE)
         self.watch = f.watch = watch_for(self)  # metrics (section 7), notifications
-        self._thread = threading.Thread(target=self._loop, name="cronctl-scheduler",
-                                        daemon=True)
+        self.core.away = self.liveness.homes.delay  # in a cluster: see runtime.homes
+        self._thread = threading.Thread(target=self._loop, name="cronctl-scheduler", daemon=True)
         self._ready = threading.Event()
         self._started = False
         self._stopping = False
@@ -176,8 +176,8 @@ class Scheduler:
                       up(self.flusher.flush))
         self.io.every("pause poll", PAUSE_POLL_INTERVAL, up(self.polls.paused))
         # The definitions' snapshot is informational: READY does not wait for it.
-        self.io.in_turns("definitions", self._jobs,
-                         partial(self.store.save_definitions, now=now), startup.SAVE_SLICE)
+        self.io.in_background("definitions", self._jobs,
+                              partial(self.store.save_definitions, now=now))
         self.pruner = Pruner.attach(self.io, self.store, self.config.retention, node_id=node,
                                     clock=self.clock, is_down=lambda: self.health.down)
         self.polls.jobs_are(self.polls.known, {j for j, st in states.items() if st.paused})
@@ -402,7 +402,7 @@ class Scheduler:
             self._jobs = jobs
             self.polls.jobs_are(j.id for j in jobs)  # (the next pause poll reports all)
             self._index_groups()
-            self.io.in_turns("definitions", jobs, self.store.save_definitions, startup.SAVE_SLICE)
+            self.io.in_background("definitions", jobs, self.store.save_definitions)
             log.info("reloaded jobs=%d", sum(1 for j in jobs if j.enabled))
             self.notifier.notify(f"STATUS=scheduling {sum(1 for j in jobs if j.enabled)} jobs")
             self.firing.execute(decision)

@@ -18,10 +18,6 @@ from cronctl.store.base import ExecutionRecord, NodeRecord, Store
 
 log = logging.getLogger("cronctl.runtime")
 
-# Job definitions saved per I/O task at start and at reload (IoWorker.in_turns): a final
-# status queued meanwhile waits for ~500 snapshots (~20 ms), not for the whole set.
-SAVE_SLICE = 500
-
 
 def shared_states(store: Store) -> dict[str, JobState]:
     """Every job's cluster-wide cursor and paused flag."""

@@ -268,6 +268,16 @@ class RawSql(GuardQueries):
                              "ON CONFLICT (job_id) DO UPDATE SET paused = excluded.paused"),
                     (job_id, paused))
 
+    def saved_definitions(self, cur: Any, job_ids: Sequence[str]) -> dict[str, str]:
+        """The saved definition of each of ``job_ids`` that has one and a ``first_seen``
+        (a row without is saved again: see :data:`_DEFINITION_UPSERT`)."""
+        if not job_ids:
+            return {}
+        cur.execute(self.sql(f"SELECT job_id, definition FROM job_schedules WHERE job_id IN "
+                             f"({', '.join('?' * len(job_ids))}) AND first_seen IS NOT NULL"),
+                    tuple(job_ids))
+        return {str(job_id): str(text) for job_id, text in cur.fetchall()}
+
     def save_definitions(self, cur: Any, rows: Sequence[tuple[str, str]], at: datetime) -> None:
         stamp = self.ts(at)
         cur.executemany(self.sql(_DEFINITION_UPSERT),

@@ -12,7 +12,7 @@ from cronctl.store.records import (
 )
 from cronctl.store.snapshot import definition_snapshot, dumps
 
-_SAVE_CHUNK = 2_000
+_SAVE_CHUNK = 500  # (its ids in one IN list: within SQLite's least variable limit, 999)
 
 
 class Schedules(SqlConnection):
@@ -25,11 +25,19 @@ class Schedules(SqlConnection):
         # In chunks, a transaction each: 100,000 snapshots built at once held ~80 MB of
         # JSON text (which the process kept as RSS afterwards), and one transaction over
         # them all held SQLite's write lock against the fire path for seconds.
+        # An unchanged definition is only read, never written: every node of a cluster
+        # saves every job's at start, and a write locks the job's row, which the fire
+        # path's fencing tokens and cursors also lock (three nodes starting with 100,000
+        # jobs made those wait past the statement timeout).
         for start in range(0, len(jobs), _SAVE_CHUNK):
-            rows = [(job.id, dumps(definition_snapshot(job)))
-                    for job in jobs[start:start + _SAVE_CHUNK]]
-            with self._raw_write() as cur:
-                self._raw.save_definitions(cur, rows, at)
+            rows = sorted((job.id, dumps(definition_snapshot(job)))
+                          for job in jobs[start:start + _SAVE_CHUNK])
+            with self._raw_read() as cur:
+                saved = self._raw.saved_definitions(cur, [job_id for job_id, _ in rows])
+            rows = [r for r in rows if saved.get(r[0]) != r[1]]
+            if rows:
+                with self._raw_write() as cur:
+                    self._raw.save_definitions(cur, rows, at)
 
     def get_schedule(self, job_id: str) -> ScheduleState | None:
         with self._raw_read() as cur:
