@@ -16,8 +16,9 @@ request waited to be taken, and the scheduler's idle CPU before.
 **Reads** (``history``, ``logs``, ``status``, ``why`` on 10,000, 1M and 10M executions,
 SQLite and PostgreSQL, after ANALYZE): the median wall of each command and its growth
 from the smallest to the largest data set (goal: within 1.3x). The sizes measured are
-``CRONCTL_BENCH_READ_SIZES`` (default ``10k,1M,10M``); the 10M data sets take minutes to
-generate (the SQLite one is cached under the temporary directory).
+``CRONCTL_BENCH_READ_SIZES`` (default ``10k,1M,10M``) on ``CRONCTL_BENCH_READ_BACKENDS``
+(default ``sqlite,postgresql``); the 10M data sets take minutes to generate (the SQLite
+one is cached under the temporary directory).
 
 **Cluster** (3 ``cronctl run`` nodes on one PostgreSQL database, 100,000 single_instance
 probe jobs: 1,000 every second, the rest hourly on ``H``): each fire's lateness as its
@@ -262,7 +263,10 @@ def report_jobs(results: dict[int, dict[str, Any]]) -> None:
 def bench_reads() -> None:
     wanted = [s.strip() for s in os.environ.get("CRONCTL_BENCH_READ_SIZES",
                                                 ",".join(READ_SIZES)).split(",") if s.strip()]
+    backends = os.environ.get("CRONCTL_BENCH_READ_BACKENDS", "sqlite,postgresql").lower()
     for backend, open_db in (("SQLite", big_sqlite), ("PostgreSQL", big_postgres)):
+        if backend.lower() not in backends:
+            continue
         walls: dict[str, dict[str, Any]] = {}
         for label in wanted:
             size = READ_SIZES[label]
