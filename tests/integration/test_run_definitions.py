@@ -1,5 +1,6 @@
-"""The definitions' snapshot (``job_schedules.definition``) is written by the I/O thread
-once the scheduler is READY, and again after a reload."""
+"""The definitions' snapshot (``job_schedules.definition``) is written off the fire path
+(the I/O thread's background worker) once the scheduler is READY, and again after a
+reload."""
 
 from __future__ import annotations
 
