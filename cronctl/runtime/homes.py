@@ -20,6 +20,7 @@ import hashlib
 from collections.abc import Iterable
 from datetime import timedelta
 
+from cronctl.core import SchedulerCore
 from cronctl.jobs.model import JobDefinition, Mode
 
 TAKEOVER = timedelta(milliseconds=500)
@@ -45,12 +46,20 @@ class Homes:
         self._live: frozenset[str] = frozenset()
         self._delays: dict[str, timedelta] = {}  # for ``_for``: job id -> delay
         self._for: frozenset[str] = frozenset()
+        self._core: SchedulerCore | None = None
+
+    def attach(self, core: SchedulerCore) -> None:
+        """Set ``core.away`` to :meth:`delay` while this node has peers, to None while
+        it is alone (a push then costs no call: 1,000 fires a second push 1,000 times)."""
+        self._core = core
 
     def live_are(self, nodes: Iterable[str]) -> None:
         """The nodes alive now (a new set only when it changed: the cache stays)."""
         live = frozenset(nodes)
         if live != self._live:
             self._live = live
+            if self._core is not None:  # (one attribute write: read by the core's thread)
+                self._core.away = self.delay if len(live) > 1 else None
 
     def delay(self, job: JobDefinition) -> timedelta:
         """0 on the job's home, on a node alone, or for a job every node runs; else

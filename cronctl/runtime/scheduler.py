@@ -131,7 +131,7 @@ class Scheduler:
                                    execute=f.execute, slots=config.max_concurrent_jobs,
                                    slice_=TICK_SLICE)
         self.watch = f.watch = watch_for(self)  # metrics (section 7), notifications
-        self.core.away = self.liveness.homes.delay  # in a cluster: see runtime.homes
+        self.liveness.homes.attach(self.core)  # in a cluster: see runtime.homes
         self._thread = threading.Thread(target=self._loop, name="cronctl-scheduler", daemon=True)
         self._ready = threading.Event()
         self._started = False

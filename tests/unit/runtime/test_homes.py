@@ -64,3 +64,16 @@ def test_the_home_is_one_of_the_nodes_whatever_their_order(job_id: str,
     ordered = sorted(nodes)
     home = home_of(job_id, ordered)
     assert home in nodes and home_of(job_id, reversed(ordered)) == home
+
+
+def test_the_core_asks_only_while_this_node_has_peers() -> None:
+    from cronctl.core import SchedulerCore
+
+    core = SchedulerCore([_job("x")])
+    h = Homes("n1")
+    h.attach(core)
+    assert core.away is None
+    h.live_are(["n1", "n2"])
+    assert core.away == h.delay
+    h.live_are(["n1"])
+    assert core.away is None
