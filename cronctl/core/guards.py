@@ -128,6 +128,15 @@ class Guards:
         js.in_flight += 1
         self._admit(p, now, out)
 
+    def started_late(self, key: ExecKey, at: datetime) -> None:
+        """The attempt of ``key`` really started at ``at``, well after it was admitted (its
+        row write waited for the database): instants due before ``at`` and dropped behind
+        it were not overlapped in their time (see :meth:`_overlap_skip`)."""
+        act = self._active.get(key)
+        if act is not None and act.p.js.admitted_at is not None \
+                and act.p.js.admitted == act.p.planned:
+            act.p.js.admitted_at = max(act.p.js.admitted_at, at)
+
     def _due(self, js: _Job, planned: datetime) -> datetime:
         """When this node handles a planned instant: after its jitter, and on a node that
         is not the job's home, after the home node's turn (see :attr:`away`)."""

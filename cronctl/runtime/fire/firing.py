@@ -62,6 +62,7 @@ log = logging.getLogger("cronctl.runtime")
 
 
 FINAL_DELAY = 0.025  # seconds the final statuses of a burst gather for one transaction
+STARTED_LATE = 0.5  # seconds after its due that a start is told to the core
 is_tracked = needs_store  # single_instance needs its row: the insert is the election
 
 
@@ -384,7 +385,9 @@ class Firing(RowWrites):
             assert eid is not None
             self.finals.started(eid, started)
         self.fired += 1
-        self.lateness.append((started - a.due).total_seconds())
+        self.lateness.append(late := (started - a.due).total_seconds())
+        if late > STARTED_LATE:  # (its row write waited: see SchedulerCore.started_late)
+            self.core.started_late(a.key, started)
         self.watch.started(run)
         if eid is not None and a.origin in SCHEDULED:
             self.handled.cursor(job.id, a.planned)

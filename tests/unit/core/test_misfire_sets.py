@@ -161,6 +161,23 @@ def test_instants_handled_late_by_a_held_up_scheduler_are_misfire_not_overlap() 
     assert [(s.planned, s.reason) for s in of(d, Skip)] == [(at(13), SkipReason.OVERLAP)]
 
 
+def test_an_attempt_admitted_on_time_but_started_late_does_not_overlap_what_it_held_up(
+        ) -> None:
+    # The fire of 2 was admitted on time; its row write waited for the database until 12
+    # (the scheduler thread blocked in it). The runtime tells the core when it really
+    # started; the instants due before that, handled after it, are misfire, not overlap.
+    core = SchedulerCore([job(every=1)])
+    core.start(at(0.5))
+    [first] = of(core.tick(at(1)), Fire)
+    core.on_complete(first.key, OK, None, at(1.5))
+    [held] = of(core.tick(at(2)), Fire)
+    core.started_late(held.key, at(12.1))
+    skips = of(core.tick(at(12.2)), Skip)
+    assert [(s.planned, s.reason) for s in skips] == [
+        (at(s), SkipReason.MISFIRE) for s in range(3, 13)]
+    assert skips[0].detail is not None and "held up" in skips[0].detail
+
+
 def test_an_instant_due_while_its_predecessor_ran_on_time_stays_overlap() -> None:
     # the previous execution started on time and was still running: overlap, even when
     # the scheduler handles the next instant a little late
