@@ -42,8 +42,6 @@ _WAITERS_GONE = 'DELETE FROM group_waiters WHERE "key" = ? AND seen_at <= ?'
 # job's guard held (its last final status still waiting for the database) recorded it
 # ``overlap``. The node that inserts the instant's row late, its guard now free, must not
 # run it too; the reverse order is refused in :mod:`cronctl.store.skips`.
-_SKIPPED = ("SELECT 1 FROM skip_records WHERE job_id = ? AND scope = ? AND last_at >= ? "
-            "AND first_at <= ? LIMIT 1")
 _SKIPS_SINCE = ("SELECT job_id, scope, first_at, last_at FROM skip_records "
                 "WHERE last_at >= ? AND job_id IN ({ids})")
 _LOCKS_INSERT = ('INSERT INTO guard_locks ("key", execution_id, node_id, acquired_at) '
@@ -52,10 +50,6 @@ _TOKENS = ("INSERT INTO job_schedules (job_id, fencing_token) VALUES {values} "
            "ON CONFLICT (job_id) DO UPDATE SET fencing_token = job_schedules.fencing_token + 1 "
            "RETURNING job_id, fencing_token")
 GROUP_PREFIX = "group:"
-_FENCING = (
-    "INSERT INTO job_schedules (job_id, fencing_token) VALUES (?, 1) ON CONFLICT (job_id) "
-    "DO UPDATE SET fencing_token = job_schedules.fencing_token + 1 RETURNING fencing_token"
-)
 LOCK_CHUNK = 1000
 # Rows of the batch path per statement: 4 parameters each stay within SQLite's least
 # SQLITE_MAX_VARIABLE_NUMBER (999).
@@ -112,14 +106,13 @@ class GuardQueries(RowQueries):
         if held is not None:
             self._delete_rows(cur, [new_id])
             return held
-        if _first_scheduled(r) and self._skipped(cur, r):
+        if _first_scheduled(r) and self._skipped_instants(cur, [r]):
             self.release_executions(cur, [new_id])
             self._delete_rows(cur, [new_id])
             return None
         if r.fenced:
             token = self.next_fencing_token(cur, r.job_id)
-            cur.execute(self.sql("UPDATE job_executions SET fencing_token = ? WHERE id = ?"),
-                        (token, new_id))
+            self._set_tokens(cur, [(new_id, token)])
             return Fenced(new_id, token)
         return new_id
 
@@ -131,40 +124,37 @@ class GuardQueries(RowQueries):
         whose instant a skip record covers are undone; the fenced rows' tokens, taken
         after every lock."""
         out: list[int | Fenced | str | None] = [None] * len(rows)
-        ids = self.insert_executions(cur, rows)
-        won = sorted((i for i, new_id in enumerate(ids) if new_id is not None),
-                     key=lambda i: rows[i].locks[0])
+        # the rows this caller won, in key order: index -> new row id
+        won = {i: new_id for i, new_id in sorted(
+            ((i, new_id) for i, new_id in enumerate(self.insert_executions(cur, rows))
+             if new_id is not None), key=lambda pair: rows[pair[0]].locks[0])}
         if not won:
             return out
         now = datetime.now(UTC)
-        taken = self._take_job_locks(cur, [(rows[i].locks[0], ids[i], rows[i].node_id,
-                                            self.ts(rows[i].created_at or now)) for i in won])
+        taken = self._take_job_locks(cur, [(rows[i].locks[0], eid, rows[i].node_id,
+                                            self.ts(rows[i].created_at or now))
+                                           for i, eid in won.items()])
         held = [i for i in won if rows[i].locks[0] not in taken]
         if held:
-            self._delete_rows(cur, [ids[i] for i in held])
+            self._delete_rows(cur, [won.pop(i) for i in held])
         for i in held:
             out[i] = rows[i].locks[0]
-        mine = [i for i in won if rows[i].locks[0] in taken]
-        decided = self._skipped_instants(cur, [rows[i] for i in mine if _first_scheduled(rows[i])])
-        undone = [i for i in mine if (rows[i].job_id, rows[i].scope_node or "",
-                                      self.ts(rows[i].scheduled_at)) in decided]
+        decided = self._skipped_instants(cur, [rows[i] for i in won
+                                               if _first_scheduled(rows[i])])
+        undone = [won.pop(i) for i in list(won) if (
+            rows[i].job_id, rows[i].scope_node or "", self.ts(rows[i].scheduled_at)) in decided]
         if undone:
-            dropped = [eid for i in undone if (eid := ids[i]) is not None]
-            self.release_executions(cur, dropped)
-            self._delete_rows(cur, dropped)
-            mine = [i for i in mine if i not in set(undone)]
-        fenced = [i for i in mine if rows[i].fenced]
+            self.release_executions(cur, undone)
+            self._delete_rows(cur, undone)
+        fenced = [i for i in won if rows[i].fenced]
         tokens = self._take_tokens(cur, sorted(rows[i].job_id for i in fenced))
         if fenced:
-            pairs = [(ids[i], tokens[rows[i].job_id]) for i in fenced]
-            self._set_tokens(cur, pairs)
-        for i in mine:
-            new_id = ids[i]
-            assert new_id is not None
-            out[i] = Fenced(new_id, tokens[rows[i].job_id]) if rows[i].fenced else new_id
+            self._set_tokens(cur, [(won[i], tokens[rows[i].job_id]) for i in fenced])
+        for i, eid in won.items():
+            out[i] = Fenced(eid, tokens[rows[i].job_id]) if rows[i].fenced else eid
         return out
 
-    def _take_job_locks(self, cur: Any, locks: Sequence[tuple[str, int | None, str, Any]]
+    def _take_job_locks(self, cur: Any, locks: Sequence[tuple[str, int, str, Any]]
                         ) -> set[str]:
         """Insert the locks (in the order given: key order); the keys this caller took."""
         taken: set[str] = set()
@@ -179,7 +169,7 @@ class GuardQueries(RowQueries):
     def _skipped_instants(self, cur: Any, rows: Sequence[NewExecution]
                           ) -> set[tuple[str, str, Any]]:
         """(job, scope, planned instant as bound) of those ``rows`` whose instant a skip
-        record covers (see :data:`_SKIPPED`), in one query per chunk."""
+        record covers (see :data:`_SKIPS_SINCE`), in one query per chunk."""
         out: set[tuple[str, str, Any]] = set()
         for start in range(0, len(rows), BATCH_CHUNK):
             chunk = rows[start:start + BATCH_CHUNK]
@@ -203,7 +193,7 @@ class GuardQueries(RowQueries):
             tokens.update((str(j), int(t)) for j, t in cur.fetchall())
         return tokens
 
-    def _set_tokens(self, cur: Any, pairs: Sequence[tuple[int | None, int]]) -> None:
+    def _set_tokens(self, cur: Any, pairs: Sequence[tuple[int, int]]) -> None:
         for start in range(0, len(pairs), BATCH_CHUNK):
             chunk = pairs[start:start + BATCH_CHUNK]
             cases = " ".join(["WHEN ? THEN ?"] * len(chunk))
@@ -212,16 +202,14 @@ class GuardQueries(RowQueries):
                                  f"END WHERE id IN ({marks})"),
                         [*(v for pair in chunk for v in pair), *(eid for eid, _ in chunk)])
 
-    def _delete_rows(self, cur: Any, execution_ids: Sequence[int | None]) -> None:
-        for start in range(0, len(execution_ids), LOCK_CHUNK):
-            chunk = execution_ids[start:start + LOCK_CHUNK]
-            cur.execute(self.sql(f"DELETE FROM job_executions WHERE id IN "
-                                 f"({', '.join('?' * len(chunk))})"), tuple(chunk))
+    def _delete_rows(self, cur: Any, execution_ids: Sequence[int]) -> None:
+        self._delete_in(cur, "DELETE FROM job_executions WHERE id", execution_ids)
 
-    def _skipped(self, cur: Any, r: NewExecution) -> bool:
-        at = self.ts(r.scheduled_at)
-        cur.execute(self.sql(_SKIPPED), (r.job_id, r.scope_node or "", at, at))
-        return cur.fetchone() is not None
+    def _delete_in(self, cur: Any, delete: str, ids: Sequence[int]) -> None:
+        """``delete`` (``DELETE FROM t WHERE c``) ``IN`` ``ids``, in chunks."""
+        for start in range(0, len(ids), LOCK_CHUNK):
+            chunk = ids[start:start + LOCK_CHUNK]
+            cur.execute(self.sql(f"{delete} IN ({', '.join('?' * len(chunk))})"), tuple(chunk))
 
     def take_locks(self, cur: Any, execution_id: int, node_id: str, keys: Sequence[str],
                    at: datetime, *, waiter: tuple[str, Any] | None = None) -> str | None:
@@ -266,14 +254,10 @@ class GuardQueries(RowQueries):
         return str(job_id), planned
 
     def release_executions(self, cur: Any, execution_ids: Sequence[int]) -> None:
-        for start in range(0, len(execution_ids), LOCK_CHUNK):
-            chunk = execution_ids[start:start + LOCK_CHUNK]
-            cur.execute(self.sql(f"DELETE FROM guard_locks WHERE execution_id IN "
-                                 f"({', '.join('?' * len(chunk))})"), tuple(chunk))
+        self._delete_in(cur, "DELETE FROM guard_locks WHERE execution_id", execution_ids)
 
     def next_fencing_token(self, cur: Any, job_id: str) -> int:
-        cur.execute(self.sql(_FENCING), (job_id,))
-        return int(cur.fetchone()[0])
+        return self._take_tokens(cur, [job_id])[job_id]
 
 
 __all__ = ["GROUP_PREFIX", "WAITER_TTL", "GuardQueries"]
