@@ -39,6 +39,7 @@ from cronctl.store.base import ExecutionRecord, NodeRecord, Store, StoreUnavaila
 log = logging.getLogger("cronctl.runtime")
 
 CHECK_INTERVAL = 0.5  # seconds between judgements of the other nodes
+HOMES_EVERY = 4  # checks between reads of the live nodes (runtime.homes)
 STALE_SWEEP_EVERY = 20  # checks: locks of nodes without a row (none found dead meanwhile)
 ORPHAN_SCAN_EVERY = 4  # checks: rows of nodes that stopped and left them to the cluster
 REHAND_AFTER = 10.0  # seconds: a running row handed over and still running is retried
@@ -179,9 +180,12 @@ class Liveness:
         now = self.clock()
         me = self.node_id
         nodes = self.store.dead_nodes(now, self.ttl)
-        self.homes.live_are(n.node_id for n in self.store.live_nodes(now, self.ttl))
         dead = {n.node_id: n for n in nodes if n.node_id != me}
         self._checks += 1
+        # The same table read again: only when a node died, and now and then for the
+        # nodes that joined (a home view a few seconds old only makes nodes contend).
+        if dead.keys() != self._was_dead or self._checks % HOMES_EVERY == 1:
+            self.homes.live_are(n.node_id for n in self.store.live_nodes(now, self.ttl))
         # A write: only when a node has just died (or now and then, for the locks of
         # nodes without a row), not at every check for as long as a dead row stays.
         if dead.keys() - self._was_dead or self._checks % STALE_SWEEP_EVERY == 1:

@@ -45,6 +45,15 @@ def _serially(core: SchedulerCore, d: Decision, now_s: float) -> list[Fire]:
     return started
 
 
+def _ran_at_one() -> SchedulerCore:
+    """A per-second job started at 0.5 whose instant 1 fired on time and ended at 1.5."""
+    core = SchedulerCore([job(every=1)])
+    core.start(at(0.5))
+    [first] = of(core.tick(at(1)), Fire)
+    core.on_complete(first.key, OK, None, at(1.5))
+    return core
+
+
 def test_fire_all_runs_the_newest_catchup_limit_just_before_now_finding_4() -> None:
     core = SchedulerCore([job(every=1, misfire_policy=MisfirePolicy.FIRE_ALL, catchup_limit=5)])
     d = core.start(at(120.4), DOWN)
@@ -144,10 +153,7 @@ def test_instants_handled_late_by_a_held_up_scheduler_are_misfire_not_overlap() 
     # The scheduler thread was held up (a blocked write) from 2 s to 12 s: no store
     # outage, no start-up, only ticks that come late. The oldest instant fires at 12; those
     # dropped behind it were due before it started, when nothing ran: misfire, not overlap.
-    core = SchedulerCore([job(every=1)])
-    core.start(at(0.5))
-    [first] = of(core.tick(at(1)), Fire)
-    core.on_complete(first.key, OK, None, at(1.5))
+    core = _ran_at_one()
     d = core.tick(at(12.4))
     [late] = of(d, Fire)
     assert late.planned == at(2)
@@ -166,10 +172,7 @@ def test_an_attempt_admitted_on_time_but_started_late_does_not_overlap_what_it_h
     # The fire of 2 was admitted on time; its row write waited for the database until 12
     # (the scheduler thread blocked in it). The runtime tells the core when it really
     # started; the instants due before that, handled after it, are misfire, not overlap.
-    core = SchedulerCore([job(every=1)])
-    core.start(at(0.5))
-    [first] = of(core.tick(at(1)), Fire)
-    core.on_complete(first.key, OK, None, at(1.5))
+    core = _ran_at_one()
     [held] = of(core.tick(at(2)), Fire)
     core.started_late(held.key, at(12.1))
     skips = of(core.tick(at(12.2)), Skip)
