@@ -135,6 +135,7 @@ class SchedulerCore(Recovery):
         self._at(now, mono)
         out: list[Action] = []
         heap, m = self._heap, self._mono
+        self._note_stall(now)
         left = -1 if budget is None else max(budget, 1)
         while left:
             left -= 1

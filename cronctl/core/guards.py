@@ -61,6 +61,9 @@ from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode, Origin, Ove
 _FIRE, _RETRY, _TIMEOUT = 0, 1, 2
 _FAILURES = (ExecutionStatus.FAILED, ExecutionStatus.ABANDONED)
 _SCHEDULED_ORIGINS = (Origin.CRON, Origin.MISFIRE)
+# How late a tick handles its oldest due instant before the scheduler counts as held up
+# (see Guards._overlap_skip): far above a busy tick's lag, far below a freeze.
+HELD_UP = timedelta(seconds=1)
 
 
 def first_scheduled(p: _Pending) -> bool:
@@ -105,6 +108,9 @@ class Guards:
         self._group_wait: dict[str, deque[_Pending]] = {}
         self._store_down = False  # between ``unavailable`` and ``store_back``
         self._held: list[_Pending] = []  # attempts waiting for the store to come back
+        # The last stall of the scheduler a tick saw: from the oldest instant it handled
+        # late to that tick (see _overlap_skip).
+        self._stalled: tuple[datetime, datetime] | None = None
 
     def _offer_cron(self, p: _Pending, now: datetime, out: list[Action]) -> None:
         js = p.js
@@ -116,7 +122,8 @@ class Guards:
         policy = js.job.overlap_policy
         if policy is not OverlapPolicy.ALLOW and (js.in_flight or js.waiting):
             if policy is OverlapPolicy.SKIP:
-                out.append(self._overlap_skip(p, running=js.admitted))
+                out.append(self._overlap_skip(p, running=js.admitted,
+                                              stalled=self._stalled))
                 return
             old = js.queued
             if old is not None:
@@ -148,9 +155,11 @@ class Guards:
         return due
 
     @staticmethod
-    def _overlap_skip(p: _Pending, running: datetime | None) -> Skip:
+    def _overlap_skip(p: _Pending, running: datetime | None,
+                      stalled: tuple[datetime, datetime] | None = None) -> Skip:
         """The skip record of a scheduled first attempt dropped because its job still
-        runs (``running``: the planned instant of what runs, None when it is not known).
+        runs (``running``: the planned instant of what runs, None when it is not known;
+        ``stalled``: the scheduler's last stall, for a local overlap).
 
         ``overlap`` says the previous execution still ran at this instant. An instant of a
         late set (SPEC section 4, "Misfires": due while no scheduler could start it, fired
@@ -175,6 +184,15 @@ class Guards:
             detail = (f"due while the scheduler was held up; it was handled late, after "
                       f"the instant {running.isoformat(timespec='seconds')} had started "
                       f"(at {started.isoformat(timespec='seconds')}) and was still running")
+            return Skip(js.job.id, p.planned, p.origin, SkipReason.MISFIRE, detail=detail)
+        if stalled is not None and stalled[0] <= p.due <= stalled[1] and (
+                late is None or p.planned > late[1]):  # (a late set: no scheduler ran)
+            # Due while the scheduler was frozen or stalled: what runs may have ended
+            # meanwhile, its end not seen yet (its reaper was held up too), so "it still
+            # ran at this instant" is not known; that no scheduler acted then is.
+            detail = (f"due while the scheduler was held up (until "
+                      f"{stalled[1].isoformat(timespec='seconds')}); the job's previous "
+                      "execution was not seen to have ended when it was handled")
             return Skip(js.job.id, p.planned, p.origin, SkipReason.MISFIRE, detail=detail)
         return Skip(js.job.id, p.planned, p.origin, SkipReason.OVERLAP)
 
@@ -361,6 +379,12 @@ class Guards:
             out.append(Skip(js.job.id, p.planned, p.origin, SkipReason.REMOVED))
         js.waiting = None
         js.queued = None
+
+    def _note_stall(self, now: datetime) -> None:
+        """A tick handles its oldest due instant more than :data:`HELD_UP` late: the
+        scheduler was held up from that instant to ``now``."""
+        if self._heap and now - self._heap[0][0] > HELD_UP:
+            self._stalled = (self._heap[0][0], now)
 
     def _at(self, now: datetime, mono: float | None) -> None:
         """Every event starts here: the clocks its timers are measured from."""

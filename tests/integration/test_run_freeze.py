@@ -83,8 +83,10 @@ command = ["sh", "-c", "echo $CRONCTL_EXECUTION_ID $$ >> {pids}; exec sleep 60"]
             time.sleep(0.05)
         assert row is not None and row.status is ExecutionStatus.LOST
         assert row.fenced_status is ExecutionStatus.FAILED and row.fenced_at is not None
-        assert "fenced: job=long" in victim_run.text()
-        assert "killed by SIGKILL from the supervisor" in victim_run.text()
+        # (its log lines follow the row's write: wait for them, not only for the row)
+        assert victim_run.wait_for(lambda t: "fenced: job=long" in t and
+                                   "killed by SIGKILL from the supervisor" in t,
+                                   timeout=10), victim_run.text()
     finally:
         store.close()
         if victim_run is not None and victim_run.proc.poll() is None:

@@ -76,8 +76,8 @@ def test_a_catch_up_fire_never_drops_the_next_one_as_overlap() -> None:
         (at(s), WaitReason.JOB) for s in range(117, 121)]
     # the catch-up runs 3 s: on-time instants meanwhile are overlap skips, the queued
     # catch-up fires are not
-    d = core.tick(at(123))
-    assert [(s.planned, s.reason) for s in of(d, Skip)] == [
+    skips = [s for t in (121, 122, 123) for s in of(core.tick(at(t)), Skip)]
+    assert [(s.planned, s.reason) for s in skips] == [
         (at(121), SkipReason.OVERLAP), (at(122), SkipReason.OVERLAP),
         (at(123), SkipReason.OVERLAP)]
     rest = _serially(core, core.on_complete(first.key, OK, None, at(123.4)), 123.4)
@@ -191,6 +191,34 @@ def test_an_instant_due_while_its_predecessor_ran_on_time_stays_overlap() -> Non
     assert [(s.planned, s.reason) for s in of(d, Skip)] == [(at(2), SkipReason.OVERLAP)]
     assert of(d, Fire) == []
     core.on_complete(first.key, OK, None, at(2.5))
+
+
+def test_an_overlap_due_while_the_scheduler_was_held_up_is_a_misfire() -> None:
+    # The scheduler was frozen from 1.2 s to 6.5 s while instant 1's command ran; the
+    # command may have ended meanwhile (its end is seen only after the tick that handles
+    # 2 to 6), so those instants are not blamed on it: misfire, the scheduler held up.
+    core = SchedulerCore([job(every=1)])
+    core.start(at(0.5))
+    [first] = of(core.tick(at(1)), Fire)
+    skips = of(core.tick(at(6.5)), Skip)
+    assert [(s.planned, s.reason) for s in skips] == [
+        (at(s), SkipReason.MISFIRE) for s in range(2, 7)]  # 6 too: due within the stall
+    assert skips[0].detail is not None and "held up" in skips[0].detail
+    # handled on time again while it still runs: a plain overlap
+    assert [(s.planned, s.reason) for s in of(core.tick(at(7.2)), Skip)] == [
+        (at(7), SkipReason.OVERLAP)]
+    assert of(core.on_complete(first.key, OK, None, at(7.5)), Fire) == []
+
+
+def test_a_tick_a_little_late_is_no_stall() -> None:
+    core = SchedulerCore([job(every=1)])
+    core.start(at(0.5))
+    of(core.tick(at(1)), Fire)
+    skips = of(core.tick(at(3.9)), Skip)  # instant 3 0.9 s late, 2 1.9 s late
+    assert [(s.planned, s.reason) for s in skips] == [
+        (at(2), SkipReason.MISFIRE), (at(3), SkipReason.MISFIRE)]
+    skips = of(core.tick(at(4.95)), Skip)
+    assert [(s.planned, s.reason) for s in skips] == [(at(4), SkipReason.OVERLAP)]
 
 
 def test_the_threshold_is_inclusive_and_measured_on_the_oldest_instant() -> None:
