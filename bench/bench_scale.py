@@ -30,6 +30,7 @@ starts ``CRONCTL_BENCH_CLUSTER_SETTLE`` seconds (default 10) after the last node
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -305,19 +306,21 @@ CLUSTER_WINDOW = 30.0  # seconds measured, after every node is READY and CLUSTER
 CLUSTER_SETTLE = float(os.environ.get("CRONCTL_BENCH_CLUSTER_SETTLE", "10"))
 
 
-def _db_counters(dsn: str) -> tuple[int, int | None]:
-    """(committed + rolled back transactions, statements if pg_stat_statements is there)."""
+def _db_counters(dsn: str) -> tuple[int, dict[str, int] | None]:
+    """(committed + rolled back transactions, the calls of each statement if
+    pg_stat_statements is there)."""
     import psycopg
 
     with psycopg.connect(dsn, autocommit=True) as conn:
         row = conn.execute("SELECT xact_commit + xact_rollback FROM pg_stat_database "
                            "WHERE datname = current_database()").fetchone()
-        statements = None
+        statements: dict[str, int] | None = None
         try:
-            found = conn.execute("SELECT sum(calls) FROM pg_stat_statements WHERE dbid = "
-                                 "(SELECT oid FROM pg_database WHERE datname = "
-                                 "current_database())").fetchone()
-            statements = int(found[0] or 0) if found else None
+            found = conn.execute(
+                "SELECT query, sum(calls) FROM pg_stat_statements WHERE dbid = (SELECT oid "
+                "FROM pg_database WHERE datname = current_database()) GROUP BY query"
+            ).fetchall()
+            statements = {str(q): int(n) for q, n in found}
         except psycopg.Error:
             statements = None
     return int(row[0]) if row else 0, statements
@@ -325,55 +328,78 @@ def _db_counters(dsn: str) -> tuple[int, int | None]:
 
 def bench_cluster() -> dict[str, Any]:
     """3 nodes, 100,000 jobs on PostgreSQL: lateness and database work per fire."""
-    from bench._support import percentiles, postgres_database
+    from bench._pgserver import private_server
+    from bench._support import postgres_database
+
+    with contextlib.ExitStack() as stack:
+        # A server of its own when it can (pg_stat_statements counts the statements; it
+        # loads only at a server's start), else a database on the shared server.
+        url = stack.enter_context(private_server(
+            "shared_preload_libraries=pg_stat_statements", "max_connections=200",
+            database="cronctl_bench_cluster"))
+        if url is None:
+            url = stack.enter_context(postgres_database("cronctl_bench_cluster"))
+        else:
+            import psycopg
+
+            with psycopg.connect(url.replace("+psycopg", ""), autocommit=True) as conn:
+                conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="cronctl-bench-cluster-"))
+        return _cluster_on(url, Path(tmp))
+
+
+def _cluster_on(url: str, root: Path) -> dict[str, Any]:
+    """The cluster run on the database at ``url``, its files under ``root``."""
+    from bench._support import percentiles
     from bench.bench_fire_path import CRONCTL_READY, TARGET, _spawn
 
-    with postgres_database("cronctl_bench_cluster") as url, \
-            tempfile.TemporaryDirectory(prefix="cronctl-bench-cluster-") as tmp:
-        root = Path(tmp)
-        tables = []
-        for i in range(CLUSTER_JOBS):
-            cron = "* * * * * *" if i < CLUSTER_EVERY_SECOND else "H H * * * *"
-            tables.append(f'[jobs.c{i:06d}]\ncron = "{cron}"\ntarget = "{TARGET}"\n'
-                          'mode = "single_instance"\nmax_attempts = 1\n')
-        nodes = []
-        for n in range(CLUSTER_NODES):
-            folder = root / f"node{n}"
-            (folder / "jobs.d").mkdir(parents=True)
-            (folder / "jobs.d" / "cluster.toml").write_text("\n".join(tables))
-            (folder / "cronctl.toml").write_text(
-                f'[scheduler]\ndatabase = "{url}"\njobs_dir = "jobs.d"\n'
-                f'node_id = "node-{n}"\nshutdown_timeout = "5s"\n')
-            nodes.append(folder)
-        if _cli(nodes[0], "db", "upgrade")[2] != 0:
-            raise SystemExit("cronctl db upgrade failed")
-        children = [_spawn([sys.executable, "-m", "cronctl", "-c", "cronctl.toml", "run"],
-                           folder) for folder in nodes]
-        try:
-            ready = max(child.ready(CRONCTL_READY, timeout=300) for child in children)
-            dsn = url.replace("postgresql+psycopg://", "postgresql://", 1)
-            time.sleep(max(0.0, ready + CLUSTER_SETTLE - time.time()))
-            start, (tx0, st0) = time.time(), _db_counters(dsn)
-            time.sleep(CLUSTER_WINDOW)
-            end, (tx1, st1) = time.time(), _db_counters(dsn)
-            rss = [rss_mb(child.popen.pid)[0] for child in children]
-            skipped = _skips_between(dsn, start, end)
-        finally:
-            samples = []
-            for child in children:
-                try:
-                    samples.extend(child.stop())
-                except RuntimeError as exc:
-                    print(f"  node: {exc}")
-                    child.kill()
+    tables = []
+    for i in range(CLUSTER_JOBS):
+        cron = "* * * * * *" if i < CLUSTER_EVERY_SECOND else "H H * * * *"
+        tables.append(f'[jobs.c{i:06d}]\ncron = "{cron}"\ntarget = "{TARGET}"\n'
+                      'mode = "single_instance"\nmax_attempts = 1\n')
+    nodes = []
+    for n in range(CLUSTER_NODES):
+        folder = root / f"node{n}"
+        (folder / "jobs.d").mkdir(parents=True)
+        (folder / "jobs.d" / "cluster.toml").write_text("\n".join(tables))
+        (folder / "cronctl.toml").write_text(
+            f'[scheduler]\ndatabase = "{url}"\njobs_dir = "jobs.d"\n'
+            f'node_id = "node-{n}"\nshutdown_timeout = "5s"\n')
+        nodes.append(folder)
+    if _cli(nodes[0], "db", "upgrade")[2] != 0:
+        raise SystemExit("cronctl db upgrade failed")
+    children = [_spawn([sys.executable, "-m", "cronctl", "-c", "cronctl.toml", "run"],
+                       folder) for folder in nodes]
+    try:
+        ready = max(child.ready(CRONCTL_READY, timeout=300) for child in children)
+        dsn = url.replace("postgresql+psycopg://", "postgresql://", 1)
+        time.sleep(max(0.0, ready + CLUSTER_SETTLE - time.time()))
+        start, (tx0, st0) = time.time(), _db_counters(dsn)
+        time.sleep(CLUSTER_WINDOW)
+        end, (tx1, st1) = time.time(), _db_counters(dsn)
+        rss = [rss_mb(child.popen.pid)[0] for child in children]
+        skipped = _skips_between(dsn, start, end)
+    finally:
+        samples = []
+        for child in children:
+            try:
+                samples.extend(child.stop())
+            except RuntimeError as exc:
+                print(f"  node: {exc}")
+                child.kill()
     window = [(p, s) for p, s in samples if start <= p < end]
     fires = len(window)
+    calls = ({q: n - st0.get(q, 0) for q, n in st1.items() if n > st0.get(q, 0)}
+             if st0 is not None and st1 is not None else {})
     result: dict[str, Any] = percentiles([s - p for p, s in window])
     result.update(fires_per_s=fires / CLUSTER_WINDOW,
                   expected_per_s=float(CLUSTER_EVERY_SECOND),
                   transactions_per_fire=(tx1 - tx0) / fires if fires else float("nan"),
-                  statements_per_fire=((st1 - st0) / fires if fires and st0 is not None
-                                       and st1 is not None else float("nan")),
+                  statements_per_fire=(sum(calls.values()) / fires if fires and calls
+                                       else float("nan")),
+                  top_statements=[(q, n / fires) for q, n in sorted(
+                      calls.items(), key=lambda kv: -kv[1])[:8]] if fires and calls else [],
                   rss_mb=max(rss), skipped_per_s={
                       reason: count / CLUSTER_WINDOW for reason, count in skipped.items()})
     return result
@@ -407,6 +433,8 @@ def report_cluster(result: dict[str, Any]) -> None:
             f"{reason} {n:,.0f}" for reason, n in sorted(result["skipped_per_s"].items()))
             or "0", ""],
     ])
+    for query, per_fire in result.get("top_statements", []):
+        print(f"  {per_fire:6.2f} a fire: {' '.join(query.split())[:110]}")
 
 
 def main(parts: list[str] | None = None) -> None:
