@@ -15,20 +15,28 @@ from cronctl.escaping import printable
 from cronctl.views.jobs import JobStatusSource, ListRow, list_document_text, list_rows
 
 
-def _when(row: ListRow, now: datetime) -> Cell:
+def _when(row: ListRow, now: datetime,
+          seen: dict[tuple[datetime, str], Cell] | None = None) -> Cell:
     """The next fire: in UTC with how long until it (piped, ``--wide``), in the job's
-    zone, or just how long until it."""
+    zone, or just how long until it. ``seen``: the cells already made, by instant and
+    zone (a large set has few distinct next fires)."""
     if not row.enabled:
         return "disabled"
     if row.paused:
         return "paused"
     if row.next_fire is None:
         return "never"
+    key = (row.next_fire, row.timezone)
+    if seen is not None and key in seen:
+        return seen[key]
     from cronctl.cli.tables import local_time, until
 
     wait = until(row.next_fire, now)
-    return (f"{iso_z(row.next_fire)} ({wait})",
+    cell = (f"{iso_z(row.next_fire)} ({wait})",
             f"{local_time(row.next_fire, row.timezone, now)} ({wait})", wait)
+    if seen is not None:
+        seen[key] = cell
+    return cell
 
 
 # Dropped first when the terminal is narrow: CALENDAR, AFTER, MODE, ZONE, TARGET, SCHEDULE;
@@ -60,9 +68,10 @@ _AFTER, _CALENDAR = 5, 6  # shown only when some job has parents / calendars
 def table(rows: Sequence[ListRow], now: datetime) -> Table:
     drop = {i for i, used in ((_AFTER, any(r.after for r in rows)),
                               (_CALENDAR, any(r.calendars for r in rows))) if not used}
+    seen: dict[tuple[datetime, str], Cell] = {}
     cells = (
         (row.id, _schedule(row), row.timezone, row.mode, row.target,
-         ",".join(row.after) or "-", ",".join(row.calendars) or "-", _when(row, now),
+         ",".join(row.after) or "-", ",".join(row.calendars) or "-", _when(row, now, seen),
          row.last_status or "-")
         for row in rows)
     return Table(tuple(c for i, c in enumerate(COLUMNS) if i not in drop), tuple(

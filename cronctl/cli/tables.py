@@ -360,19 +360,22 @@ def _crop(segments: Sequence[Segment], width: int) -> list[Segment]:
 
 def plain(table: Table, indent: str = "") -> list[str]:
     """Every column, every cell in full, aligned with two spaces; for pipes and files."""
-    full = layout(table, None)
-    # What :func:`lines` gives without a width, joined, done in one pass: no cell is
-    # shortened (each column is as wide as its widest cell), so each is only padded.
-    last = len(full.shown) - 1
+    # What :func:`lines` gives without a width (``layout(table, None)``: every column as
+    # wide as its widest cell, first forms, nothing shortened), each cell formed and
+    # measured once: 100,000 rows make every pass over them count.
+    count = len(table.columns)
+    texts = [[column.header for column in table.columns],
+             *([_form(cell, 0) for cell in row.cells] for row in table.rows)]
+    sizes = [[text_width(text) for text in line] for line in texts]
+    widths = [max(size[k] for size in sizes) for k in range(count)]
+    last = count - 1
 
-    def line(texts: Sequence[str]) -> str:
-        padded = [text if k == last else text + " " * (full.widths[k] - text_width(text))
+    def line(texts: Sequence[str], sizes: Sequence[int]) -> str:
+        padded = [text if k == last else text + " " * (widths[k] - sizes[k])
                   for k, text in enumerate(texts)]
         return (indent + SEPARATOR.join(padded)).rstrip()
 
-    out = [line([table.columns[i].header for i in full.shown])]
-    out.extend(line([_form(row.cells[i], 0) for i in full.shown]) for row in table.rows)
-    return out
+    return [line(t, n) for t, n in zip(texts, sizes, strict=True)]
 
 
 # --- output ----------------------------------------------------------------------------

@@ -68,11 +68,22 @@ def list_rows(
     from cronctl.jobs.checks import job_schedule
 
     rows: list[ListRow] = []
+    # A schedule is a pure function of these fields, and most of a large set shares a
+    # few of them (hourly, daily at one time): each distinct one is computed once.
+    fires: dict[tuple[object, ...], datetime | None] = {}
     for job in sorted(jobs, key=lambda j: j.id):
         paused = store.is_paused(job.id) if store is not None else False
         next_fire = None
         if job.enabled and not paused:
-            next_fire = next_run(job, job_schedule(job), now)
+            if job.calendars:
+                next_fire = next_run(job, job_schedule(job), now)
+            else:
+                key = (job.cron, job.every, job.anchor, job.timezone, job.dst_gap,
+                       job.dst_fold)
+                if key in fires:
+                    next_fire = fires[key]
+                else:
+                    next_fire = fires[key] = next_run(job, job_schedule(job), now)
         rows.append(ListRow(
             id=job.id,
             schedule=job.written_text,
