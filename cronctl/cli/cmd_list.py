@@ -15,8 +15,7 @@ from cronctl.escaping import printable
 from cronctl.views.jobs import JobStatusSource, ListRow, list_document_text, list_rows
 
 
-def _when(row: ListRow, now: datetime,
-          seen: dict[tuple[datetime, str], Cell] | None = None) -> Cell:
+def _when(row: ListRow, now: datetime, seen: dict[tuple[datetime, str], Cell]) -> Cell:
     """The next fire: in UTC with how long until it (piped, ``--wide``), in the job's
     zone, or just how long until it. ``seen``: the cells already made, by instant and
     zone (a large set has few distinct next fires)."""
@@ -27,15 +26,14 @@ def _when(row: ListRow, now: datetime,
     if row.next_fire is None:
         return "never"
     key = (row.next_fire, row.timezone)
-    if seen is not None and key in seen:
+    if key in seen:
         return seen[key]
     from cronctl.cli.tables import local_time, until
 
     wait = until(row.next_fire, now)
     cell = (f"{iso_z(row.next_fire)} ({wait})",
             f"{local_time(row.next_fire, row.timezone, now)} ({wait})", wait)
-    if seen is not None:
-        seen[key] = cell
+    seen[key] = cell
     return cell
 
 

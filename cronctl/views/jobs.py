@@ -65,12 +65,10 @@ def list_rows(
 ) -> list[ListRow]:
     """One row per job, sorted by id. ``store`` supplies last status and paused flags."""
     from cronctl.core.calendars import next_run
-    from cronctl.jobs.checks import job_schedule
+    from cronctl.jobs.checks import job_schedule, schedule_inputs
 
     rows: list[ListRow] = []
-    # A schedule is a pure function of these fields, and most of a large set shares a
-    # few of them (hourly, daily at one time): each distinct one is computed once.
-    fires: dict[tuple[object, ...], datetime | None] = {}
+    fires: dict[tuple[object, ...], datetime | None] = {}  # by schedule_inputs
     for job in sorted(jobs, key=lambda j: j.id):
         paused = store.is_paused(job.id) if store is not None else False
         next_fire = None
@@ -78,8 +76,7 @@ def list_rows(
             if job.calendars:
                 next_fire = next_run(job, job_schedule(job), now)
             else:
-                key = (job.cron, job.every, job.anchor, job.timezone, job.dst_gap,
-                       job.dst_fold)
+                key = schedule_inputs(job)
                 if key in fires:
                     next_fire = fires[key]
                 else:
