@@ -178,8 +178,11 @@ def _profile_threads(profiles: list[cProfile.Profile], *, every: bool = False) -
     original = threading.Thread.run
 
     def profiled(self: threading.Thread) -> None:
-        if not every and not self.name.startswith(("cronctl-scheduler", "cronctl-job",
-                                                   "cronctl-io")):
+        # (The I/O thread's background slices are start-up work, the definitions'
+        # snapshot: not a fire's.)
+        if not every and (not self.name.startswith(("cronctl-scheduler", "cronctl-job",
+                                                    "cronctl-io"))
+                          or self.name.endswith("-background")):
             original(self)
             return
         profile = cProfile.Profile()
