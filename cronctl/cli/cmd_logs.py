@@ -31,8 +31,7 @@ from cronctl.views.logs import job_logs_document, logs_document
 
 if TYPE_CHECKING:
     from cronctl.config import Config
-    from cronctl.store.base import ExecutionRecord, LogLine
-    from cronctl.store.reader import Reader
+    from cronctl.store.base import ExecutionRecord, LogLine, Reader
 
 FOLLOW_INTERVAL = 0.5
 JOB_EXECUTIONS = 20  # --job without -n: the lines of this many newest executions

@@ -36,8 +36,7 @@ from cronctl.views.actions import (
 if TYPE_CHECKING:
     from cronctl.config import Config
     from cronctl.jobs.model import JobDefinition
-    from cronctl.store.base import ExecutionRecord
-    from cronctl.store.reader import Requester
+    from cronctl.store.base import ExecutionRecord, Requester
 
 POLL = 0.2
 

@@ -28,8 +28,7 @@ if TYPE_CHECKING:
     from cronctl.jobs.loader import LoadResult
     from cronctl.jobs.violation import Violation
     from cronctl.options import GlobalOptions
-    from cronctl.store.base import ExecutionRecord, Store
-    from cronctl.store.reader import Reader, Requester
+    from cronctl.store.base import ExecutionRecord, Reader, Requester, Store
 
 
 # --- the configuration and the jobs ----------------------------------------------------

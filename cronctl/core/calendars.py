@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from cronctl.core.actions import Skip, SkipReason
 from cronctl.core.timing import ScheduleLike
 from cronctl.cron import load_zone
 from cronctl.jobs.calendar import Exclusion, excluded
-from cronctl.jobs.model import JobDefinition, Origin
+from cronctl.jobs.model import JobDefinition
 
 
 def exclusion(job: JobDefinition, planned: datetime) -> Exclusion | None:
@@ -22,14 +21,6 @@ def exclusion(job: JobDefinition, planned: datetime) -> Exclusion | None:
     if not job.calendars:
         return None
     return excluded(job.calendars, planned, load_zone(job.timezone))
-
-
-def calendar_skip(job: JobDefinition, planned: datetime, origin: Origin) -> Skip | None:
-    """The skip record of ``planned`` when a calendar of ``job`` excludes it."""
-    hit = exclusion(job, planned)
-    if hit is None:
-        return None
-    return Skip(job.id, planned, origin, SkipReason.CALENDAR, detail=hit.detail)
 
 
 def next_run(job: JobDefinition, schedule: ScheduleLike, after: datetime,
@@ -46,4 +37,4 @@ def next_run(job: JobDefinition, schedule: ScheduleLike, after: datetime,
     return None
 
 
-__all__ = ["calendar_skip", "exclusion", "next_run"]
+__all__ = ["exclusion", "next_run"]

@@ -51,12 +51,12 @@ from cronctl.core.actions import (
     SkipReason,
     WaitReason,
 )
-from cronctl.core.calendars import calendar_skip
+from cronctl.core.calendars import exclusion
 from cronctl.core.state import Active as _Active
 from cronctl.core.state import Job as _Job
 from cronctl.core.state import Pending as _Pending
-from cronctl.core.timing import jitter_offset, retry_delay
-from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode, Origin, OverlapPolicy
+from cronctl.core.timing import jitter_offset, needs_store, retry_delay
+from cronctl.jobs.model import ExecutionStatus, JobDefinition, Origin, OverlapPolicy
 
 _FIRE, _RETRY, _TIMEOUT = 0, 1, 2
 _FAILURES = (ExecutionStatus.FAILED, ExecutionStatus.ABANDONED)
@@ -73,10 +73,12 @@ def first_scheduled(p: _Pending) -> bool:
     return p.attempt == 1 and p.row is None and p.origin in _SCHEDULED_ORIGINS
 
 
-def needs_store(job: JobDefinition) -> bool:
-    """Whether the job's attempts write execution rows (single_instance needs its row:
-    the insert is the cluster election), so cannot start while the store is unreachable."""
-    return job.tracked or job.mode is Mode.SINGLE_INSTANCE
+def calendar_skip(job: JobDefinition, planned: datetime, origin: Origin) -> Skip | None:
+    """The skip record of ``planned`` when a calendar of ``job`` excludes it."""
+    hit = exclusion(job, planned)
+    if hit is None:
+        return None
+    return Skip(job.id, planned, origin, SkipReason.CALENDAR, detail=hit.detail)
 
 
 class Guards:

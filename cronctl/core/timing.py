@@ -1,5 +1,6 @@
-"""Pure helpers on instants: building a job's schedule, deterministic jitter, the retry
-backoff, and counting missed instants without walking unbounded ranges."""
+"""Pure helpers on a job and its instants: building its schedule, whether its attempts
+need the store, deterministic jitter, the retry backoff, and counting missed instants
+without walking unbounded ranges."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from cronctl.ids import utc_iso
-from cronctl.jobs.model import JobDefinition
+from cronctl.jobs.model import JobDefinition, Mode
 
 COUNT_CAP = 100_000  # beyond this many missed instants we stop counting (log says "more than")
 _CHUNK = 5_000
@@ -22,6 +23,12 @@ class ScheduleLike(Protocol):
     def next_after(self, t: datetime) -> datetime | None: ...
 
     def between(self, a: datetime, b: datetime, limit: int = 100) -> list[datetime]: ...
+
+
+def needs_store(job: JobDefinition) -> bool:
+    """Whether the job's attempts write execution rows (single_instance needs its row:
+    the insert is the cluster election), so cannot start while the store is unreachable."""
+    return job.tracked or job.mode is Mode.SINGLE_INSTANCE
 
 
 def schedule_for(job: JobDefinition) -> ScheduleLike:

@@ -33,7 +33,7 @@ from cronctl.store.base import (
     Store,
     StoreUnavailable,
 )
-from cronctl.store.records import PRUNE_LOCK
+from cronctl.store.writerecords import PRUNE_LOCK
 
 log = logging.getLogger("cronctl.runtime")
 

@@ -1,23 +1,29 @@
 """Durable state: the :class:`Store` Protocol and :func:`open_store`.
 
 Importing this package is cheap: SQLAlchemy, alembic and psycopg are imported only when
-a SQL store is opened."""
+a SQL store is opened, and the names below load on first use (:mod:`cronctl.lazy`), so
+``cronctl.store.urls`` (which every command's configuration reads) builds no record
+class."""
 
 from __future__ import annotations
 
-from cronctl.ids import occurrence_id
-from cronctl.store.base import (
-    ExecutionRecord,
-    LogLine,
-    NodeIdInUse,
-    NodeRecord,
-    ScheduleState,
-    SchemaMismatch,
-    Store,
-    StoreUnavailable,
-    TriggerRequest,
-)
+from typing import TYPE_CHECKING
 
+from cronctl import lazy
+
+if TYPE_CHECKING:
+    from cronctl.ids import occurrence_id
+    from cronctl.store.base import (
+        ExecutionRecord,
+        LogLine,
+        NodeIdInUse,
+        NodeRecord,
+        ScheduleState,
+        SchemaMismatch,
+        Store,
+        StoreUnavailable,
+        TriggerRequest,
+    )
 
 def open_store(url: str, *, node_id: str, auto_migrate: bool = True) -> Store:
     """Open the store named by ``url``.
@@ -48,3 +54,12 @@ __all__ = [
     "occurrence_id",
     "open_store",
 ]
+
+_HOMES = {
+    "occurrence_id": "cronctl.ids",
+    **{name: ".base" for name in ("ExecutionRecord", "LogLine", "NodeIdInUse", "NodeRecord",
+                                   "ScheduleState", "SchemaMismatch", "Store",
+                                   "StoreUnavailable", "TriggerRequest")},
+}
+
+__getattr__, __dir__ = lazy.exports(__name__, _HOMES, __all__)

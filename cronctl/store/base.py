@@ -37,31 +37,33 @@ from cronctl.store.records import (
     AuditRecord,
     DeliveryFailures,
     ExecutionRecord,
-    Fenced,
-    GuardLock,
-    LogEntry,
     LogLine,
-    NewExecution,
     NodeIdInUse,
     NodeRecord,
-    PruneCounts,
-    PrunePolicy,
-    PruneProgress,
-    PruneStep,
     ScheduleState,
     SchemaMismatch,
     SkipRecord,
-    SkipRun,
     StoreError,
     StoreUnavailable,
-    Transition,
     TriggerRequest,
-    group_lock,
-    job_lock,
     require_aware,
     statuses,
 )
 from cronctl.store.upkeep import Upkeep
+from cronctl.store.writerecords import (
+    Fenced,
+    GuardLock,
+    LogEntry,
+    NewExecution,
+    PruneCounts,
+    PrunePolicy,
+    PruneProgress,
+    PruneStep,
+    SkipRun,
+    Transition,
+    group_lock,
+    job_lock,
+)
 
 # --- the roles ---------------------------------------------------------------------------
 
@@ -105,6 +107,12 @@ class Reads(Protocol):
     def latest_executions(self, job_ids: Collection[str]) -> dict[str, ExecutionRecord]:
         """The newest execution (same order as :meth:`list_executions`) of each job that
         has one."""
+        ...
+
+    def recent_executions(self, job_ids: Collection[str], per_job: int
+                          ) -> dict[str, list[ExecutionRecord]]:
+        """The newest ``per_job`` executions (newest first, the order of
+        :meth:`list_executions`) of each job that has one, in one read."""
         ...
 
     def executions_of_occurrence(self, job_id: str, occurrence_id: str) -> list[ExecutionRecord]:
@@ -384,6 +392,18 @@ class Audit(Protocol):
 
 
 @runtime_checkable
+class Reader(Reads, Protocol):
+    """What the read commands use: the :class:`Reads` role and ``close``; the full store
+    and :class:`cronctl.store.reader.DbReader` are each one."""
+
+    def close(self) -> None: ...
+
+
+class Requester(Reader, TriggerQueue, Protocol):
+    """What ``cronctl trigger`` uses: the reads, and its request queued and read back;
+    the full store and :class:`cronctl.store.reader.DbReader` are each one."""
+
+
 class Store(FirePath, Reads, Triggers, Liveness, Upkeep, Audit, Protocol):
     """The durable state of cronctl: every role. See the module docstring for the
     conventions every method keeps."""
@@ -429,7 +449,9 @@ __all__ = [
     "PrunePolicy",
     "PruneProgress",
     "PruneStep",
+    "Reader",
     "Reads",
+    "Requester",
     "ScheduleState",
     "SchemaMismatch",
     "SkipRecord",

@@ -10,16 +10,11 @@ import sqlalchemy as sa
 
 from cronctl.jobs.model import ExecutionStatus, Origin
 from cronctl.store.connection import LIVE, SqlConnection, X
-from cronctl.store.records import (
-    ExecutionRecord,
-    NewExecution,
-    Transition,
-    require_aware,
-    statuses,
-)
+from cronctl.store.records import ExecutionRecord, require_aware, statuses
 from cronctl.store.tables import (
     job_executions,
 )
+from cronctl.store.writerecords import NewExecution, Transition
 
 
 class Executions(SqlConnection):
@@ -125,6 +120,11 @@ class Executions(SqlConnection):
     def latest_executions(self, job_ids: Collection[str]) -> dict[str, ExecutionRecord]:
         with self._raw_read() as cur:
             return self._raw.latest_executions(cur, job_ids)
+
+    def recent_executions(self, job_ids: Collection[str], per_job: int
+                          ) -> dict[str, list[ExecutionRecord]]:
+        with self._raw_read() as cur:
+            return self._raw.recent_executions(cur, job_ids, per_job)
 
     def executions_of_occurrence(self, job_id: str, occurrence_id: str) -> list[ExecutionRecord]:
         with self._raw_read() as cur:

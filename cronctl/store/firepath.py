@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Protocol
 
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Origin
-from cronctl.store.records import Fenced, GuardLock, LogEntry, NewExecution, Transition
+from cronctl.store.writerecords import Fenced, GuardLock, LogEntry, NewExecution, Transition
 
 
 class FirePath(Protocol):

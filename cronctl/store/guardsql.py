@@ -15,8 +15,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from cronctl.jobs.model import Origin
-from cronctl.store.records import Fenced, NewExecution, require_aware
+from cronctl.store.records import require_aware
 from cronctl.store.rowsql import RowQueries
+from cronctl.store.writerecords import Fenced, NewExecution
 
 _LOCK_INSERT = ('INSERT INTO guard_locks ("key", execution_id, node_id, acquired_at) '
                 'VALUES (?, ?, ?, ?) ON CONFLICT ("key") DO NOTHING')

@@ -10,14 +10,9 @@ import sqlalchemy as sa
 
 from cronctl.store.connection import SqlConnection
 from cronctl.store.nodes import release_stale
-from cronctl.store.records import (
-    ExecutionRecord,
-    Fenced,
-    GuardLock,
-    NewExecution,
-    require_aware,
-)
+from cronctl.store.records import ExecutionRecord, require_aware
 from cronctl.store.tables import group_waiters, guard_locks
+from cronctl.store.writerecords import Fenced, GuardLock, NewExecution
 
 
 class GuardLocks(SqlConnection):

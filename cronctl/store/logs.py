@@ -10,14 +10,11 @@ from typing import Any
 import sqlalchemy as sa
 
 from cronctl.store.connection import SqlConnection, X
-from cronctl.store.records import (
-    LogEntry,
-    LogLine,
-    require_aware,
-)
+from cronctl.store.records import LogLine, require_aware
 from cronctl.store.tables import (
     job_executions,
 )
+from cronctl.store.writerecords import LogEntry
 
 
 def level_name(level: str | int) -> str:

@@ -21,11 +21,7 @@ from cronctl.store.liveness import (
     pg_params,
 )
 from cronctl.store.reads import ReadQueries
-from cronctl.store.records import (
-    NodeIdInUse,
-    NodeRecord,
-    require_aware,
-)
+from cronctl.store.records import NodeIdInUse, NodeRecord, require_aware
 from cronctl.store.tables import group_waiters, guard_locks, scheduler_nodes
 
 N = scheduler_nodes.c

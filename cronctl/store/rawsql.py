@@ -26,7 +26,8 @@ from sqlalchemy.engine import Connection
 from cronctl.jobs.model import ExecutionStatus
 from cronctl.store.guardsql import GuardQueries
 from cronctl.store.reads import read_instant
-from cronctl.store.records import Transition, statuses
+from cronctl.store.records import statuses
+from cronctl.store.writerecords import Transition
 
 _USAGE = ("UPDATE job_executions SET exit_code = ?, signal = ?, cpu_seconds = ?, "
           "max_rss_bytes = ? WHERE id = ?")

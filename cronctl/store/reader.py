@@ -21,11 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from cronctl.errors import first_line
 from cronctl.jobs.model import ExecutionStatus, Origin
-from cronctl.store.base import Reads, TriggerQueue
 from cronctl.store.pgsession import session_args
 from cronctl.store.records import (
     DeliveryFailures,
@@ -44,22 +43,10 @@ SQLITE_TIMEOUT_S = 5.0  # = cronctl.store.engine.SQLITE_BUSY_TIMEOUT_MS
 _T = TypeVar("_T")
 
 
-class Reader(Reads, Protocol):
-    """What the read commands use: the store's :class:`~cronctl.store.base.Reads` role and
-    ``close``. The full store is one too."""
-
-    def close(self) -> None: ...
-
-
-class Requester(Reader, TriggerQueue, Protocol):
-    """What ``cronctl trigger`` uses: the reads, and its request queued and read back.
-    The full store is one too."""
-
-
 class DbReader:
-    """:class:`Requester` on one DB-API connection (autocommit: each query sees the latest
-    committed state, each statement that writes is its own transaction, and no
-    transaction is left open)."""
+    """:class:`~cronctl.store.base.Requester` on one DB-API connection (autocommit: each
+    query sees the latest committed state, each statement that writes is its own
+    transaction, and no transaction is left open)."""
 
     def __init__(self, conn: Any, url: str, *, pg: bool, errors: tuple[type[Exception], ...],
                  transient: tuple[type[Exception], ...]) -> None:
@@ -101,6 +88,10 @@ class DbReader:
 
     def latest_executions(self, job_ids: Collection[str]) -> dict[str, ExecutionRecord]:
         return self._run(lambda cur: self._q.latest_executions(cur, job_ids))
+
+    def recent_executions(self, job_ids: Collection[str], per_job: int
+                          ) -> dict[str, list[ExecutionRecord]]:
+        return self._run(lambda cur: self._q.recent_executions(cur, job_ids, per_job))
 
     def executions_of_occurrence(self, job_id: str, occurrence_id: str
                                  ) -> list[ExecutionRecord]:
@@ -236,4 +227,4 @@ def open_reader(url: str) -> DbReader | None:
     return None
 
 
-__all__ = ["DbReader", "Reader", "Requester", "open_reader"]
+__all__ = ["DbReader", "open_reader"]

@@ -258,25 +258,34 @@ class ReadQueries:
 
     def latest_executions(self, cur: Any, job_ids: Iterable[str]
                           ) -> dict[str, ExecutionRecord]:
-        """Each job's newest execution, in one statement: for every id, one seek to the
-        end of its (job_id, scheduled_at, id) index range. The cost grows with the number
-        of jobs asked about, never with their history (one query per job was 1,001
-        round trips for 1,000 jobs; ranking all rows with a window function read them
-        all). The ids travel as one array (PostgreSQL) or JSON text (SQLite)."""
+        return {job: rows[0] for job, rows in self.recent_executions(cur, job_ids).items()}
+
+    def recent_executions(self, cur: Any, job_ids: Iterable[str], per_job: int = 1
+                          ) -> dict[str, list[ExecutionRecord]]:
+        """Each job's newest ``per_job`` executions, newest first, in one statement: for
+        every id and rank, one seek into the end of its (job_id, scheduled_at, id) index
+        range. The cost grows with the number of jobs asked about, never with their
+        history (one query per job was 1,001 round trips for 1,000 jobs; ranking all rows
+        with a window function read them all). The ids travel as one array (PostgreSQL)
+        or JSON text (SQLite), once per rank."""
         wanted = list(dict.fromkeys(job_ids))
-        if not wanted:
+        if not wanted or per_job < 1:
             return {}
         ids: list[str] | str
         if self.pg:
             ids, source = wanted, "unnest(?::text[]) AS j(v)"
         else:
             ids, source = json.dumps(wanted), "json_each(?) AS j"
-        newest = ("SELECT x.id FROM job_executions x WHERE x.job_id = j.{v} "
-                  "ORDER BY x.scheduled_at DESC, x.id DESC LIMIT 1").format(
-                      v="v" if self.pg else "value")
-        rows = self._executions(
-            cur, f"{_EXECUTIONS} WHERE id IN (SELECT ({newest}) FROM {source})", (ids,))
-        return {r.job_id: r for r in rows}
+        ranks = " UNION ALL ".join(
+            f"SELECT (SELECT x.id FROM job_executions x WHERE x.job_id = j.{{v}} "
+            f"ORDER BY x.scheduled_at DESC, x.id DESC LIMIT 1 OFFSET {rank}) FROM {source}"
+            for rank in range(per_job)).format(v="v" if self.pg else "value")
+        out: dict[str, list[ExecutionRecord]] = {}
+        for row in sorted(self._executions(cur, f"{_EXECUTIONS} WHERE id IN ({ranks})",
+                                           (ids,) * per_job),
+                          key=lambda r: (r.scheduled_at, r.id), reverse=True):
+            out.setdefault(row.job_id, []).append(row)
+        return out
 
     def executions_of_occurrence(self, cur: Any, job_id: str, occurrence_id: str
                                  ) -> list[ExecutionRecord]:

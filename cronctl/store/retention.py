@@ -41,13 +41,13 @@ from typing import Any
 
 from cronctl.store.connection import LIVE, SqlConnection
 from cronctl.store.reads import read_instant
-from cronctl.store.records import (
+from cronctl.store.records import require_aware
+from cronctl.store.writerecords import (
     PRUNE_PHASES,
     PruneCounts,
     PrunePolicy,
     PruneProgress,
     PruneStep,
-    require_aware,
 )
 
 DEFAULT_BATCH = 2000  # rows deleted per transaction (executions + log lines, or records)

@@ -9,8 +9,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from cronctl.jobs.model import ExecutionStatus, Origin
-from cronctl.store.records import NewExecution, require_aware
+from cronctl.store.records import require_aware
 from cronctl.store.triggersql import TriggerQueries
+from cronctl.store.writerecords import NewExecution
 
 _COLUMNS = ("job_id", "occurrence_id", "scheduled_at", "attempt", "scope", "node_id",
             "origin", "status", "target", "fencing_token", "created_at", "started_at",

@@ -7,9 +7,7 @@ from datetime import datetime
 
 from cronctl.jobs.model import JobDefinition
 from cronctl.store.connection import SqlConnection, now_or
-from cronctl.store.records import (
-    ScheduleState,
-)
+from cronctl.store.records import ScheduleState
 from cronctl.store.snapshot import definition_snapshot, dumps
 
 _SAVE_CHUNK = 500  # (its ids in one IN list: within SQLite's least variable limit, 999)

@@ -16,8 +16,9 @@ from datetime import datetime
 import sqlalchemy as sa
 
 from cronctl.store.connection import SqlConnection, now_or
-from cronctl.store.records import SkipRecord, SkipRun, require_aware
+from cronctl.store.records import SkipRecord, require_aware
 from cronctl.store.tables import skip_records
+from cronctl.store.writerecords import SkipRun
 
 _S = skip_records.c
 _INSERT = ("INSERT INTO skip_records (job_id, scope, first_at, last_at, count, reason, "

@@ -9,9 +9,7 @@ import sqlalchemy as sa
 
 from cronctl.jobs.model import Origin
 from cronctl.store.connection import SqlConnection, aware, now_or
-from cronctl.store.records import (
-    TriggerRequest,
-)
+from cronctl.store.records import TriggerRequest
 from cronctl.store.tables import (
     job_executions,
     skip_records,

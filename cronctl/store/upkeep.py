@@ -10,13 +10,7 @@ from datetime import datetime
 from typing import Protocol
 
 from cronctl.jobs.model import ExecutionStatus
-from cronctl.store.records import (
-    PruneCounts,
-    PrunePolicy,
-    PruneProgress,
-    PruneStep,
-    SkipRun,
-)
+from cronctl.store.writerecords import PruneCounts, PrunePolicy, PruneProgress, PruneStep, SkipRun
 
 
 class Upkeep(Protocol):

@@ -16,8 +16,7 @@ from cronctl.views.common import execution_json, iso_z
 
 if TYPE_CHECKING:
     from cronctl.config import Config
-    from cronctl.store.base import ExecutionRecord, NodeRecord, Store
-    from cronctl.store.reader import Requester
+    from cronctl.store.base import ExecutionRecord, NodeRecord, Requester, Store
     from cronctl.store.replay import Occurrence, Plan
 
 POLL = 0.05

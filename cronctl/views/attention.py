@@ -79,17 +79,18 @@ class Attention:
 def attention(store: Reads, jobs: Sequence[JobDefinition],
               schedules: Sequence[ScheduleState], now: datetime,
               live: Collection[str] | None = None) -> Attention:
-    """One indexed query per enabled job (its newest execution), plus the failures;
-    ``live``: the ids of the live nodes."""
+    """One read of the newest executions of every enabled, tracked job (an untracked job
+    leaves nothing to judge it by), plus the failures; ``live``: the ids of the live
+    nodes."""
     from cronctl.core import needs_store
 
     state = {s.job_id: s for s in schedules}
     failing: list[Failing] = []
     late: list[Late] = []
-    for job in jobs:
-        if not job.enabled or not needs_store(job):
-            continue  # an untracked job leaves nothing to judge it by
-        newest = store.list_executions(job_id=job.id, limit=_RECENT)
+    judged = [job for job in jobs if job.enabled and needs_store(job)]
+    recent = store.recent_executions([job.id for job in judged], _RECENT)
+    for job in judged:
+        newest = recent.get(job.id, [])
         last = newest[0] if newest else None
         if last is not None and last.status.value in _FAILING:
             failing.append(Failing(job.id, last.status.value, last.scheduled_at, last.error))

@@ -21,7 +21,7 @@ from typing import Any
 from cronctl.ids import occurrence_id
 from cronctl.jobs.model import ExecutionStatus, Origin
 from cronctl.store import open_store
-from cronctl.store.records import SkipRun
+from cronctl.store.writerecords import SkipRun
 
 OPERATE_TOKEN = "op-" + "7" * 40
 READ_TOKEN = "rd-" + "3" * 40

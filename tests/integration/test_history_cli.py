@@ -191,7 +191,7 @@ def test_history_plain_text_when_piped(env: Env) -> None:
 
 def test_history_shows_what_a_command_used(env: Env) -> None:
     from cronctl.jobs.model import ResourceUsage
-    from cronctl.store.records import Transition
+    from cronctl.store.writerecords import Transition
 
     eid = env.execution("backup", 5, ExecutionStatus.RUNNING)
     usage = ResourceUsage(exit_code=None, signal="SIGKILL", cpu_seconds=1.25,

@@ -143,13 +143,13 @@ def test_readme_why_transcript_matches(tmp_path: Path) -> None:
     records are the ones ``cronctl run`` writes (their details made by the same
     functions), and ``cronctl why`` must print the README's lines."""
     from cronctl.config import load_config
-    from cronctl.core.calendars import calendar_skip
     from cronctl.core.dependencies import ParentFact, ParentState, upstream_verdict
+    from cronctl.core.guards import calendar_skip
     from cronctl.jobs import load_jobs
     from cronctl.jobs.model import Origin
     from cronctl.options import GlobalOptions
     from cronctl.store import open_store
-    from cronctl.store.records import SkipRun
+    from cronctl.store.writerecords import SkipRun
 
     text = README.read_text(encoding="utf-8")
     block = re.search(r"```console\n(\$ cronctl why extract 2026-12-06.*?)```", text, re.S)

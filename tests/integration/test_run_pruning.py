@@ -23,7 +23,7 @@ from cronctl.runtime.io import IoWorker
 from cronctl.runtime.pruning import Pruner, policy_for
 from cronctl.store import Store, occurrence_id, open_store
 from cronctl.store.base import NewExecution, PruneCounts, StoreUnavailable
-from cronctl.store.records import PRUNE_LOCK
+from cronctl.store.writerecords import PRUNE_LOCK
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 DAY = timedelta(days=1)

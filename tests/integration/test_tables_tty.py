@@ -27,7 +27,7 @@ import pytest
 from cronctl.cli.tables import text_width
 from cronctl.jobs.model import ExecutionStatus, Origin
 from cronctl.store import open_store
-from cronctl.store.records import SkipRun
+from cronctl.store.writerecords import SkipRun
 
 pytestmark = pytest.mark.slow
 

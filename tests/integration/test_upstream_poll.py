@@ -21,7 +21,7 @@ from cronctl.jobs.model import (
 from cronctl.runtime import upstream as upstream_module
 from cronctl.runtime.upstream import Upstream
 from cronctl.store import open_store
-from cronctl.store.records import NewExecution, SkipRun
+from cronctl.store.writerecords import NewExecution, SkipRun
 
 T0 = datetime(2026, 12, 3, 6, 0, tzinfo=UTC)
 S = timedelta(seconds=1)

@@ -16,7 +16,7 @@ import pytest
 from cronctl.ids import occurrence_id
 from cronctl.jobs.model import ExecutionStatus, Origin
 from cronctl.store import Store, open_store
-from cronctl.store.records import SkipRun
+from cronctl.store.writerecords import SkipRun
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 MIN = NOW.replace(second=0) - timedelta(minutes=30)  # a planned instant of every-minute jobs

@@ -363,6 +363,26 @@ def test_latest_executions_of_many_jobs_in_one_read(store: Store) -> None:
     assert {k: v.id for k, v in latest.items()} == newest
 
 
+def test_recent_executions_of_many_jobs_in_one_read(store: Store) -> None:
+    """Each job's newest rows, newest first, as ``list_executions`` orders them (a later
+    attempt at the same instant is newer); a job with fewer rows gives what it has; a
+    repeated id counts once and an unknown one is absent."""
+    for n in range(40):
+        for minutes in range(n % 4):  # 0 to 3 rows a job
+            must_insert(store, f"job-{n}", T0 + timedelta(minutes=minutes))
+    retry = must_insert(store, "job-3", T0 + timedelta(minutes=2), attempt=2)
+    wanted = [f"job-{n}" for n in range(40)]
+    recent = store.recent_executions([*wanted, "job-3", "nobody"], 2)
+    expected = {job: [r.id for r in store.list_executions(job_id=job, limit=2)]
+                for job in wanted}
+    assert {job: [r.id for r in rows] for job, rows in recent.items()} == {
+        job: ids for job, ids in expected.items() if ids}
+    assert [r.id for r in recent["job-3"]][0] == retry
+    assert len(recent["job-1"]) == 1 and "job-0" not in recent
+    assert store.recent_executions([], 5) == {}
+    assert store.recent_executions(["job-3"], 0) == {}
+
+
 def test_pending_or_running_for_recovery(store: Store) -> None:
     p1 = must_insert(store, "a", T0 + timedelta(minutes=2), node="n1")
     r1 = must_insert(store, "b", T0 + timedelta(minutes=1), node="n2")

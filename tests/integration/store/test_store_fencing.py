@@ -11,7 +11,7 @@ from conftest import StoreFactory
 from cronctl.jobs.model import ExecutionStatus, Origin
 from cronctl.store import Store, occurrence_id
 from cronctl.store.base import NewExecution, Transition
-from cronctl.store.records import Fenced
+from cronctl.store.writerecords import Fenced
 
 S = ExecutionStatus
 T0 = datetime(2026, 3, 8, 7, 0, 0, tzinfo=UTC)

@@ -245,7 +245,7 @@ def test_a_scheduled_instant_a_peer_skipped_is_not_inserted_late(store: Store) -
     ``overlap``; the node whose guard is free again inserts that instant late. The skip
     was first: the row is not written and its lock not taken; other instants and later
     attempts of the same occurrence are not affected."""
-    from cronctl.store.records import SkipRun
+    from cronctl.store.writerecords import SkipRun
 
     solo = (job_lock("solo"),)
     [old] = store.insert_guarded([row("solo", T0, single=True, locks=solo)])
@@ -271,7 +271,7 @@ def test_a_wake_of_single_instance_rows_is_decided_row_by_row_in_one_batch(
     gets what the row-by-row path gives it (row exists: None; lock held: its key; instant
     skipped by a peer: None; else a fencing token after the job's last one), more rows
     than one statement's chunk included."""
-    from cronctl.store.records import SkipRun
+    from cronctl.store.writerecords import SkipRun
 
     def solo(job: str, at: datetime = T0, **kw: object) -> NewExecution:
         return replace(row(job, at, single=True, locks=(job_lock(job),), **kw),  # type: ignore[arg-type]

@@ -101,7 +101,7 @@ CASES: dict[str, Callable[[Store], object]] = {
                                                               limit=20),
     "history --status skipped JOB": lambda s: s.list_skips(job_id="j1", since=T0, limit=20),
     "logs --job JOB": lambda s: s.list_executions(job_id="j1", limit=1),
-    "status": lambda s: s.pending_or_running(),
+    "status": lambda s: (s.pending_or_running(), s.recent_executions(["j1", "j2"], 5)),
     "recovery of a node": lambda s: s.pending_or_running(node_id="n2"),
     "why": lambda s: (s.executions_of_occurrence("j1", "0" * 32), s.skips_covering("j1", T0)),
 }
@@ -123,7 +123,7 @@ READER_CASES: dict[str, Callable[[DbReader], object]] = {
     "history --status skipped": lambda r: r.list_skips(since=T0, limit=20),
     "logs ID": lambda r: (r.get_execution(5), r.read_logs(5)),
     "status": lambda r: (r.pending_or_running(), r.latest_executions(["j1", "j2"]),
-                         r.list_executions(job_id="j1", limit=1),
+                         r.recent_executions(["j1", "j2"], 5),
                          r.list_schedules(), r.delivery_failures()),
     "why": lambda r: (r.executions_of_occurrence("j1", "0" * 32), r.skips_covering("j1", T0),
                       r.get_schedule("j1")),

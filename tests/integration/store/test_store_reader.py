@@ -18,7 +18,8 @@ from cronctl.jobs.model import Origin
 from cronctl.store import Store
 from cronctl.store.base import Reads
 from cronctl.store.reader import DbReader, open_reader
-from cronctl.store.records import SchemaMismatch, SkipRun, StoreUnavailable
+from cronctl.store.records import SchemaMismatch, StoreUnavailable
+from cronctl.store.writerecords import SkipRun
 
 T0 = datetime(2026, 3, 8, 7, 0, 0, tzinfo=UTC)
 TTL = timedelta(seconds=30)
@@ -73,6 +74,8 @@ def test_the_reader_returns_what_the_store_returns(store: Store, store_url: str)
             "slot_counts": lambda s: [s.slot_counts(["a", "b", "zz"], T0, timedelta(minutes=1), 10),
                                       s.slot_counts([], T0, timedelta(minutes=1), 10)],
             "latest_executions": lambda s: s.latest_executions(["a", "b", "zz"]),
+            "recent_executions": lambda s: [s.recent_executions(["a", "b", "zz"], 3),
+                                            s.recent_executions(["a"], 1)],
             "executions_of_occurrence": lambda s: s.executions_of_occurrence("a", "a-1"),
             "pending_or_running": lambda s: [
                 s.pending_or_running(), s.pending_or_running(job_ids=["b"]),

@@ -22,7 +22,7 @@ from cronctl.store.base import (
     SkipRun,
 )
 from cronctl.store.engine import make_engine
-from cronctl.store.records import PRUNE_LOCK
+from cronctl.store.writerecords import PRUNE_LOCK
 
 S = ExecutionStatus
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from conftest import StoreFactory
 
 from cronctl.store import Store
-from cronctl.store.records import SkipRun
+from cronctl.store.writerecords import SkipRun
 
 T0 = datetime(2026, 3, 8, 7, 0, 0, tzinfo=UTC)
 S = timedelta(seconds=1)
