@@ -116,9 +116,8 @@ class Scheduler:
         self.upstream = Upstream(store, node_id=config.node_id, clock=self.clock,
                                  jobs=lambda: self._jobs, ttl=self._ttl,  # section 8
                                  decided=lambda skip: self._inbox.put(Decided(skip)))
-        beat = config.heartbeat_interval.total_seconds()
-        if store.beat_interval is not None:
-            beat = min(beat, store.beat_interval)
+        beat = min(config.heartbeat_interval.total_seconds(),  # (the store may beat faster)
+                   float("inf") if store.beat_interval is None else store.beat_interval)
         self.liveness = Liveness(
             store, node_id=config.node_id, ttl=self._ttl, beat_every=beat, clock=self.clock,
             jobs=lambda: {j.id: j for j in self._jobs},
@@ -158,6 +157,7 @@ class Scheduler:
         previous = self.store.get_node(node) if self.store.persistent else None
         self.polls.register(now)
         self.polls.warn_if_not_alone(now)
+        self.upstream.started(now)
         try:
             if self.store.persistent:
                 # Guards this node's previous run held: its executions are recovered below.

@@ -79,6 +79,15 @@ class Upstream:
         self.jobs = jobs
         self._seen: Sequence[JobDefinition] | None = None
         self._dependents: tuple[JobDefinition, ...] = ()
+        self._since: datetime | None = None  # the scheduler's start (see started)
+        self._at_start: frozenset[str] = frozenset()
+
+    def started(self, now: datetime) -> None:
+        """The scheduler started at ``now``: a dependent it had then and that has no cursor
+        yet is judged from ``now``, not from its first poll (which comes later: its
+        parents' instants in between would be left unjudged, without a record)."""
+        self._since = now
+        self._at_start = frozenset(job.id for job in self.dependents())
 
     def dependents(self) -> tuple[JobDefinition, ...]:
         """The enabled dependents, worked out once per job set: the scheduler asks at every
@@ -163,9 +172,15 @@ class Upstream:
         state = self.store.get_schedule(job.id)
         cursor = state.cursor if state is not None else None
         if cursor is None:
-            # A new dependent starts now, as a new job does: no catch-up of the past.
-            self.store.advance_cursor(job.id, now)
-            return
+            # A new dependent starts when a scheduler first had it, as a new job does: no
+            # catch-up of what was planned before. That is its first_seen, or this
+            # scheduler's start if it had the job then (the definitions are saved in the
+            # background: this poll may come first); a job added later, this poll.
+            first = state.first_seen if state is not None else None
+            if first is None and job.id in self._at_start:
+                first = self._since
+            cursor = now if first is None else min(first, now)
+            self.store.advance_cursor(job.id, cursor)
         paused = state is not None and state.paused
         # The instants still waiting, and the newest one judged: a parent occurrence that
         # runs for hours must not hold back the instants after it (they are judged as

@@ -58,3 +58,51 @@ def test_a_long_parent_occurrence_holds_back_only_the_cursor(
         assert store.take_triggers("n1") == []  # nothing to run yet
     finally:
         store.close()
+
+
+def test_a_new_dependent_is_judged_from_the_scheduler_start_not_its_first_poll(
+        tmp_path: Path) -> None:
+    """The first poll comes after the start (its definitions may not even be saved yet):
+    a parent instant between the two is still judged, so the dependent waits on it and
+    runs once it ended, instead of being left without a record (``why``: "missed")."""
+    store = open_store(f"sqlite:///{tmp_path / 'state.db'}", node_id="n1")
+    try:
+        started = T0 + timedelta(milliseconds=900)
+        first = T0 + S  # extract@first fired before the dependents' first poll
+        store.insert_executions([NewExecution(
+            "extract", occurrence_id("extract", first), first, 1, Origin.CRON, "n1", None,
+            status=ExecutionStatus.RUNNING, started_at=first)])
+        now = [first + timedelta(milliseconds=400)]
+        poll = Upstream(store, node_id="n1", clock=lambda: now[0],
+                        jobs=lambda: (EXTRACT, TRANSFORM))
+        poll.started(started)
+        poll.poll()
+        state = store.get_schedule("transform")
+        assert state is not None and state.cursor is not None
+        assert state.cursor < first  # extract@first is waited on, not passed over
+        [running] = store.list_executions(job_id="extract", limit=None)
+        store.transition(running.id, ExecutionStatus.RUNNING, ExecutionStatus.SUCCEEDED,
+                         finished_at=now[0])
+        now[0] += S
+        poll.poll()
+        [request] = store.take_triggers("n1")
+        assert (request.job_id, request.scheduled_at) == ("transform", first)
+    finally:
+        store.close()
+
+
+def test_a_dependent_added_later_starts_at_its_first_poll(tmp_path: Path) -> None:
+    """A dependent the scheduler did not have at its start (a reload added it) and that no
+    scheduler saved yet: no catch-up of instants before it existed."""
+    store = open_store(f"sqlite:///{tmp_path / 'state.db'}", node_id="n1")
+    try:
+        now = [T0 + 10 * S]
+        jobs: list[JobDefinition] = [EXTRACT]
+        poll = Upstream(store, node_id="n1", clock=lambda: now[0], jobs=lambda: tuple(jobs))
+        poll.started(T0)
+        jobs.append(TRANSFORM)
+        poll.poll()
+        state = store.get_schedule("transform")
+        assert state is not None and state.cursor == now[0]
+    finally:
+        store.close()
