@@ -19,7 +19,9 @@ and ``cronctl next`` must not pay for the job model, logging and threading it do
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from cronctl import lazy
 
 if TYPE_CHECKING:
     from cronctl.context import JobContext
@@ -67,16 +69,4 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'cronctl' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value  # later lookups do not come back here
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy.exports(__name__, _HOMES, __all__)

@@ -8,7 +8,9 @@ importing :mod:`cronctl.jobs.model` stays cheap.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from cronctl import lazy
 
 if TYPE_CHECKING:
     from cronctl.jobs.checks import job_schedule
@@ -33,10 +35,4 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'cronctl.jobs' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(home), name)
+__getattr__, __dir__ = lazy.exports(__name__, _HOMES, __all__)
