@@ -74,7 +74,11 @@ def _round(cluster: Cluster, db: Path, stats: collections.Counter[str]) -> None:
     cluster.start("n2")
     code = _exited(cluster, "n1", STOP_WITHIN)
     assert code == 1, _log(cluster, "n1")[-3000:]
-    assert "was deleted" in _log(cluster, "n1"), _log(cluster, "n1")[-3000:]
+    # It sees the path empty, or (if its connection was dropped when SQLite refused its
+    # writes to the unlinked file, so the restarted n2 found no holder) the new file there.
+    noticed = _log(cluster, "n1")
+    assert "was deleted" in noticed or "was replaced" in noticed, noticed[-3000:]
+    stats["saw_new_file"] += "was replaced" in noticed
     stats["stopped"] += 1
     stats["stop_s_max"] = max(stats["stop_s_max"], round(time.monotonic() - deleted, 2))
     n2 = _exited(cluster, "n2", 3.0)
