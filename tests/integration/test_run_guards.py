@@ -180,9 +180,12 @@ def _cluster_serial_group_is_fifo(project: Project) -> None:
                and r.status is ExecutionStatus.SUCCEEDED]
     # ~3 cycles: late gets the group in each (allow one lost to start-up timing).
     assert len(late) >= 2 and len(blocker) >= 2, (late, blocker)
-    for r in late:  # each waited for one blocker run, never for a whole cycle more
+    # Each waited for one blocker run (which ends 2.8 s after late's instant), never for a
+    # whole cycle more (7.8 s): the bound is halfway, as a loaded machine delays the start
+    # of the blocker and the hand-off (4.1 s was seen in CI).
+    for r in late:
         assert r.started_at is not None
-        assert r.started_at - r.scheduled_at < timedelta(seconds=4), r
+        assert r.started_at - r.scheduled_at < timedelta(seconds=5.3), r
 
 
 def test_a_freed_serial_group_goes_to_the_oldest_waiter_across_nodes_on_sqlite(
