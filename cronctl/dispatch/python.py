@@ -92,6 +92,10 @@ def error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+def _delivered(_outcome: Outcome) -> None:
+    """An execution's callback once its outcome was delivered (never called: see finish)."""
+
+
 class _Execution:
     """One running attempt; ``finish`` delivers exactly one outcome."""
 
@@ -136,8 +140,13 @@ class _Execution:
                 log.exception("log sink raised; the end of the output was lost")
         if self._interceptors:
             self._interceptors.on_complete(self.ctx, outcome)
+        # Delivered once: the callback is dropped with it. A relayed attempt's callback
+        # holds its Staged, which holds this execution: kept, the pair was a reference
+        # cycle per fire that only the cyclic collector freed (a full collection of ~80,000
+        # such objects every few seconds stalled 1,000 every-second fires by up to 85 ms).
+        on_done, self._on_done = self._on_done, _delivered
         try:
-            self._on_done(outcome)
+            on_done(outcome)
         except Exception:
             log.exception("on_done callback of job %s raised", self.request.job.id)
         return True
