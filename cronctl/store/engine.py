@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sqlite3
 import time
+import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -51,6 +53,7 @@ def make_engine(url: str) -> Engine:
             raise StoreError(why)  # (a connection would create the file)
         if path is not None and not path.startswith("file:"):
             create_private(path)
+            return _sqlite_engine(parsed, existing=path)
         return _sqlite_engine(parsed)
     return sa.create_engine(
         parsed,
@@ -76,12 +79,26 @@ def create_private(path: str) -> None:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
-def _sqlite_engine(parsed: sa.engine.URL) -> Engine:
+def _sqlite_engine(parsed: sa.engine.URL, existing: str | None = None) -> Engine:
+    """``existing``: the file (made by :func:`create_private`) every connection opens
+    without creating it: a connection made again after the file was deleted under the
+    node (SQLite drops one whose writes it refuses) would otherwise create an empty
+    database at the path beside the deleted one, which the node's own check then found as
+    "replaced" (see :mod:`cronctl.store.sqlitefile`)."""
     memory = parsed.database in (None, "", ":memory:")
+    timeout = SQLITE_BUSY_TIMEOUT_MS / 1000
+    creator = None
+    if existing is not None:
+        uri = f"file:{urllib.parse.quote(os.path.abspath(existing))}?mode=rw"
+
+        def creator() -> sqlite3.Connection:
+            return sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=timeout)
+
     engine = sa.create_engine(
         parsed,
-        connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
+        connect_args={"check_same_thread": False, "timeout": timeout},
         poolclass=sa.pool.StaticPool if memory else None,
+        **({} if creator is None else {"creator": creator}),
     )
 
     @event.listens_for(engine, "connect")

@@ -92,3 +92,26 @@ def test_a_newer_schema_stops_writing_on_sighup(project: Project, tmp_path: Path
     text = node.text()
     assert code == 1, text
     assert "newer than this cronctl" in text and "stops acting" in text, text
+
+
+def test_a_connection_made_after_the_file_was_deleted_creates_no_new_file(
+        tmp_path: Path) -> None:
+    """SQLite drops a connection whose writes to an unlinked file it refuses; the pool's
+    next connection must not create an empty database at the path (the node would then
+    run on beside a new file, and its check would find the file "replaced")."""
+    from cronctl.errors import StoreError
+    from cronctl.store import open_store
+    from cronctl.store.sql import SqlStore
+
+    path = tmp_path / "state.db"
+    store = open_store(f"sqlite:///{path}", node_id="n1")
+    try:
+        assert isinstance(store, SqlStore)
+        path.unlink()
+        store.engine.dispose()  # every pooled connection gone: the next one is new
+        with pytest.raises(StoreError):
+            store.list_schedules()
+        assert not path.exists()
+    finally:
+        store.close()
+    assert not path.exists()
