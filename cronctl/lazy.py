@@ -27,9 +27,7 @@ def exports(package: str, homes: Mapping[str, str], public: Iterable[str]
         home = homes.get(name)
         if home is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        module = importlib.import_module(home, package) if home.startswith(".") \
-            else importlib.import_module(home)
-        value = getattr(module, name)
+        value = getattr(importlib.import_module(home, package), name)  # (absolute or ".x")
         setattr(sys.modules[package], name, value)  # later look-ups do not come back here
         return value
 
