@@ -266,7 +266,14 @@ class PythonDispatcher:
             if shape.is_async:
                 self._submit_async(execution, fn, shape)
             else:
-                self._pool.submit(self._run_sync, execution, fn, shape.takes_context)
+                # A worker from now on, not from when the pool's thread gets to it: the
+                # scheduler thread gives way to workers about to take staged fires.
+                self.relay.enter()
+                try:
+                    self._pool.submit(self._run_sync, execution, fn, shape.takes_context)
+                except BaseException:
+                    self.relay.leave()
+                    raise
         except RuntimeError as exc:  # the pool or loop is shut down
             execution.finish(Outcome(ExecutionStatus.FAILED, error=f"not started: {exc}"))
         return handle
@@ -297,9 +304,8 @@ class PythonDispatcher:
     def _run_sync(self, execution: _Execution, fn: Callable[..., Any], takes_ctx: bool) -> None:
         # The slot this attempt held goes to the oldest staged fire, in this thread, once
         # its outcome is posted (an attempt abandoned at its timeout gave it back then).
-        relay = self.relay
+        relay = self.relay  # (counted in relay.running since start() submitted it)
         take = relay.take
-        relay.enter()
         try:
             while self._run_one(execution, fn, takes_ctx):
                 nxt = take()
@@ -378,6 +384,7 @@ class PythonDispatcher:
         for _fn, args in self._pool.shutdown(wait=wait):
             execution = args[0]
             if isinstance(execution, _Execution):
+                self.relay.leave()  # (a submitted worker that never ran)
                 execution.finish(Outcome(ExecutionStatus.CANCELLED,
                                          error="scheduler shut down before it started"))
         with self._loop_lock:

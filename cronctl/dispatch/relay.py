@@ -60,7 +60,9 @@ class Relay:
         self._queue: deque[Staged] = deque()
         self.drained = threading.Event()  # set while nothing is staged
         self.drained.set()
-        self.running = 0  # workers running an attempt (they take a staged fire next)
+        # Workers running an attempt, or submitted to run one: each takes a staged fire
+        # when its attempt ends.
+        self.running = 0
 
     def enter(self) -> None:
         with self._lock:

@@ -492,3 +492,45 @@ def test_a_relayed_attempt_leaves_no_reference_cycle(registry: Registry) -> None
         if was_enabled:
             gc.enable()
     assert left == []
+
+
+def test_a_submitted_attempt_counts_as_a_worker_before_its_thread_runs(
+        registry: Registry) -> None:
+    """``relay.running`` counts the workers that will take a staged fire when their attempt
+    ends. An attempt counts from its submission: at a crowded instant the scheduler
+    thread dispatches the first attempts, then gives way to the workers while they start
+    the staged fires; judged before the pool's threads ran, it took the GIL back and
+    stalled the staged fires by 10-15 ms in the middle of each second."""
+    dispatcher = PythonDispatcher(1, service_resolver=registry.__getitem__)
+    started, release = threading.Event(), threading.Event()
+
+    def block() -> None:
+        started.set()
+        release.wait(5)
+
+    registry["ns.svc.block"] = block
+    registry["ns.svc.op"] = lambda: None
+    first, second, queued = OutcomeRecorder(), OutcomeRecorder(), OutcomeRecorder()
+    dispatcher.start(request_for(service_job("ns.svc.block")), RecordingSink(), first)
+    assert started.wait(5)
+    dispatcher.start(request_for(service_job()), RecordingSink(), second)
+    assert dispatcher.relay.running == 2  # the second waits for the pool's one thread
+    release.set()
+    assert first.wait(5).status is ExecutionStatus.SUCCEEDED
+    assert second.wait(5).status is ExecutionStatus.SUCCEEDED
+    deadline = time.monotonic() + 5
+    while dispatcher.relay.running and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert dispatcher.relay.running == 0
+    # one that never runs (dropped at shutdown) is no worker either
+    release.clear()
+    started.clear()
+    dispatcher.start(request_for(service_job("ns.svc.block")), RecordingSink(), first)
+    assert started.wait(5)
+    dispatcher.start(request_for(service_job()), RecordingSink(), queued)
+    dispatcher.shutdown(wait=False)
+    assert queued.wait(5).status is ExecutionStatus.CANCELLED
+    release.set()
+    while dispatcher.relay.running and time.monotonic() < deadline + 5:
+        time.sleep(0.01)
+    assert dispatcher.relay.running == 0
