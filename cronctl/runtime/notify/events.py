@@ -284,7 +284,9 @@ class Notifications:
         elif kind == "skipped":
             job, a, at = item[1:]
             scope = self._node if job.mode is Mode.EVERY_INSTANCE else ""
-            if self._claim("skipped", job.id, scope, utc_iso(a.planned), a.reason.value):
+            # Keyed by the instant, as its skip record is: two nodes may give one instant
+            # different reasons (one sees the job's lock held, one its serial group busy).
+            if self._claim("skipped", job.id, scope, utc_iso(a.planned)):
                 self._send(job, event("skipped", job.id, self._node, at,
                                       occurrence=occurrence_id(job.id, a.planned),
                                       scheduled_at=a.planned, status="skipped",

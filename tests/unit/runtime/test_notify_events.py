@@ -222,9 +222,17 @@ def test_skips_once_per_decision_and_never_for_policy_misfires_or_removed() -> N
         # a late set's instant dropped behind the set's own fire: no missed event covers it
         n.skipped(Skip("solo", T0 + 2 * S, Origin.CRON, SkipReason.MISFIRE, detail="late"))
         n.pump()
+    # the same instant decided for different reasons by two nodes' views (a single_instance
+    # job in a serial group: one sees its lock held, the other the group busy) is one
+    # skip record cluster-wide (the ledger keys it by instant), so one event
+    a.skipped(Skip("solo", T0 + 3 * S, Origin.CRON, SkipReason.OVERLAP))
+    a.pump()
+    b.skipped(Skip("solo", T0 + 3 * S, Origin.CRON, SkipReason.EXPIRED))
+    b.pump()
     events = [e for _, e in sent_a.sent + sent_b.sent]
     assert [(e["event"], e["reason"], e["status"], e["execution_id"]) for e in events] == [
-        ("skipped", "overlap", "skipped", None), ("skipped", "misfire", "skipped", None)]
+        ("skipped", "overlap", "skipped", None), ("skipped", "misfire", "skipped", None),
+        ("skipped", "overlap", "skipped", None)]
 
 
 def test_one_missed_event_per_set_cluster_wide() -> None:
