@@ -8,6 +8,8 @@ from datetime import UTC, datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cronctl.ids import occurrence_id, utc_iso
 from cronctl.store.urls import kind_of, redact, scrub
@@ -43,6 +45,17 @@ def test_utc_iso_is_fixed_width_and_sorts_like_time() -> None:
     assert utc_iso(a) < utc_iso(b)
     with pytest.raises(ValueError, match="aware"):
         utc_iso(datetime(2026, 1, 1))
+
+
+@given(st.datetimes(min_value=datetime(2, 1, 1), max_value=datetime(9998, 12, 30),
+                   timezones=st.sampled_from([UTC, timezone(timedelta(hours=5, minutes=30)),
+                                              timezone(-timedelta(hours=11, seconds=7)),
+                                              ZoneInfo("America/New_York"),
+                                              ZoneInfo("Australia/Lord_Howe")])))
+def test_utc_iso_is_the_utc_instant_field_by_field(instant: datetime) -> None:
+    u = instant.astimezone(UTC)
+    assert utc_iso(instant) == (f"{u.year:04d}-{u.month:02d}-{u.day:02d}T{u.hour:02d}:"
+                                f"{u.minute:02d}:{u.second:02d}.{u.microsecond:06d}Z")
 
 
 def test_redaction() -> None:
