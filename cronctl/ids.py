@@ -15,8 +15,8 @@ def utc_iso(instant: datetime) -> str:
         if instant.tzinfo is None or instant.utcoffset() is None:
             raise ValueError(f"instant must be timezone-aware, got naive {instant.isoformat()}")
         instant = instant.astimezone(UTC)
-    # (isoformat pads the year to 4 digits; with UTC it always ends in "+00:00". A third
-    # of the cost of strftime: every SQLite row written or read has a few of these.)
+    # (isoformat pads the year to 4 digits; with UTC it always ends in "+00:00". Under half
+    # the cost of strftime: every SQLite row written or read has a few of these.)
     return instant.isoformat(timespec="microseconds")[:-6] + "Z"
 
 

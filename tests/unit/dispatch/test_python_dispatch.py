@@ -51,6 +51,18 @@ def service_job(op: str = "ns.svc.op", **kw: Any) -> JobDefinition:
     return JobDefinition(id="py-job", target=ServiceTarget(op), cron="* * * * * *", **kw)
 
 
+def blocking(registry: Registry) -> tuple[threading.Event, threading.Event]:
+    """``ns.svc.block``: sets ``started``, then waits (up to 5 s) for ``release``."""
+    started, release = threading.Event(), threading.Event()
+
+    def block() -> None:
+        started.set()
+        release.wait(5)
+
+    registry["ns.svc.block"] = block
+    return started, release
+
+
 def run(dispatcher: PythonDispatcher, definition: JobDefinition,
         **kw: Any) -> tuple[RecordingSink, OutcomeRecorder]:
     sink, done = RecordingSink(), OutcomeRecorder()
@@ -216,13 +228,7 @@ def test_abandoned_before_a_worker_took_it_never_runs(registry: Registry) -> Non
 
 def test_shutdown_without_wait_cancels_queued_handlers(registry: Registry) -> None:
     dispatcher = PythonDispatcher(1, service_resolver=registry.__getitem__)
-    started, release = threading.Event(), threading.Event()
-
-    def block() -> None:
-        started.set()
-        release.wait(5)
-
-    registry["ns.svc.block"] = block
+    started, release = blocking(registry)
     registry["ns.svc.op"] = lambda: None
     first, queued = OutcomeRecorder(), OutcomeRecorder()
     dispatcher.start(request_for(service_job("ns.svc.block")), RecordingSink(), first)
@@ -502,13 +508,7 @@ def test_a_submitted_attempt_counts_as_a_worker_before_its_thread_runs(
     the staged fires; judged before the pool's threads ran, it took the GIL back and
     stalled the staged fires by 10-15 ms in the middle of each second."""
     dispatcher = PythonDispatcher(1, service_resolver=registry.__getitem__)
-    started, release = threading.Event(), threading.Event()
-
-    def block() -> None:
-        started.set()
-        release.wait(5)
-
-    registry["ns.svc.block"] = block
+    started, release = blocking(registry)
     registry["ns.svc.op"] = lambda: None
     first, second, queued = OutcomeRecorder(), OutcomeRecorder(), OutcomeRecorder()
     dispatcher.start(request_for(service_job("ns.svc.block")), RecordingSink(), first)
