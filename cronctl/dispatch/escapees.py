@@ -130,14 +130,20 @@ def end_escaped(tag: str, leader: int, started_at: float, *, shutdown: bool,
     return None if shutdown else Escaped(sent, mark)
 
 
-def end_left_behind(occurrence_id: str, attempt: int, group: int | None) -> list[int]:
+def end_left_behind(occurrence_id: str, attempt: int, execution_id: int,
+                    group: int | None) -> list[int]:
     """Recovery of an attempt whose scheduler died (SIGKILL): SIGKILL to what that attempt
     started outside its process group and still runs on this host (``setsid``), found by
-    its occurrence id and attempt in their environment. Its process group died with the
-    scheduler (the parent-death signal); these are what would otherwise run on beside
-    the next attempt. Members of its recorded process ``group`` are left to recovery,
-    which ends the group and records when. The pids signalled."""
+    its occurrence id, attempt and execution id in their environment. The execution id
+    matters: another scheduler on this host with its own database (a second
+    installation, a test cluster) may run a job of the same name at the same instant,
+    and its attempt carries the same occurrence id and attempt number. Its process group
+    died with the scheduler (the parent-death signal); these are what would otherwise run
+    on beside the next attempt. Members of its recorded process ``group`` are left to
+    recovery, which ends the group and records when. The pids signalled."""
     mark = f"\0CRONCTL_OCCURRENCE_ID={occurrence_id}\0".encode()
-    attempt_mark = f"\0CRONCTL_ATTEMPT={attempt}\0".encode()
-    found = [pid for pid in find(mark, group=group) if carries(pid, attempt_mark)]
+    also = (f"\0CRONCTL_ATTEMPT={attempt}\0".encode(),
+            f"\0CRONCTL_EXECUTION_ID={execution_id}\0".encode())
+    found = [pid for pid in find(mark, group=group)
+             if all(part in _environ(pid) for part in also)]
     return signal_marked(found, mark, signal.SIGKILL) if found else []

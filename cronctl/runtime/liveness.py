@@ -88,7 +88,7 @@ def _signal(pgid: int, members: Sequence[int], sig: signal.Signals) -> None:
 def _end_escaped(r: ExecutionRecord) -> None:
     """What an interrupted attempt started outside its process group (``setsid``) and
     that still runs on this host: ended before the next attempt (SIGKILL)."""
-    killed = escapees.end_left_behind(r.occurrence_id, r.attempt, r.pgid)
+    killed = escapees.end_left_behind(r.occurrence_id, r.attempt, r.id, r.pgid)
     if killed:
         log.warning("ended %d process(es) exec=%s started outside its process group and "
                     "left running when its scheduler died: pid %s", len(killed), r.id,

@@ -144,3 +144,31 @@ def test_members_of_its_own_group_are_not_reported_as_escaped(
         sink, done = run(dispatcher, "sleep 30 & sleep 30 & exit 0")
         assert done.outcomes[0].status is ExecutionStatus.SUCCEEDED
         assert not [m for _, m in sink.lines if "outside its process group" in m]
+
+
+def test_recovery_ends_only_the_interrupted_attempts_own_escapees() -> None:
+    """A second scheduler on the host with a database of its own runs a job of the same
+    name at the same instant: its attempt carries the same occurrence id and attempt
+    number. Recovering the first one's interrupted attempt must not kill it (the chaos
+    run saw a live attempt SIGKILLed by the other cluster's recovery)."""
+    import os
+    import subprocess
+
+    from cronctl.dispatch import escapees
+
+    def attempt(execution_id: int) -> subprocess.Popen[bytes]:
+        env = {**os.environ, "CRONCTL_OCCURRENCE_ID": "backup@1796416935",
+               "CRONCTL_ATTEMPT": "1", "CRONCTL_EXECUTION_ID": str(execution_id)}
+        return subprocess.Popen(["sleep", "30"], env=env, start_new_session=True)
+
+    ours, theirs = attempt(956), attempt(957)
+    try:
+        assert escapees.end_left_behind("backup@1796416935", 1, 956, None) == [ours.pid]
+        assert ours.wait(5) == -9
+        assert theirs.poll() is None
+        assert escapees.end_left_behind("backup@1796416935", 2, 957, None) == []
+        assert theirs.poll() is None
+    finally:
+        for proc in (ours, theirs):
+            proc.kill()
+            proc.wait()
