@@ -14,12 +14,16 @@ unchanged, compared as a digest of:
   into a wrong shape);
 - the configuration file's status (size, times, inode, mode, owner) and the job
   settings read from it; the effective user (root checks file ownership); ``PATH``;
+- the status of each directory on Python's path (installing or removing a distribution
+  changes one: see below);
 - every entry of the jobs directory: its name, and the status of the entry and of what
   a link points to (an edited, added, removed, renamed, chmod-ed or re-linked file
   changes the digest).
 
 And only while nothing outside those inputs can change the set: no ``cronctl.services``
-entry points (their code is not in the jobs directory), no calendar read from an ``ics``
+entry points (their code is not in the jobs directory; looked for when a set is
+written, so a distribution that brings some afterwards changes the path's status and
+the digest), no calendar read from an ``ics``
 file, no entry older than :data:`MAX_AGE` (validation measures "never fires again" from
 now). On a hit the commands' programs and ``python:`` targets are checked again (a few
 distinct look-ups), so an uninstalled program is not hidden by the cache.
@@ -70,7 +74,8 @@ def cached_load(settings: JobSettings, config_path: Path | None, directory: Path
     if found is not None:
         return found
     result = load()
-    if result.ok and len(result.jobs) >= MIN_JOBS and _cacheable(result):
+    if (result.ok and len(result.jobs) >= MIN_JOBS and _cacheable(result)
+            and not _services()):
         _write_aside(target, key, result)
     return result
 
@@ -96,12 +101,6 @@ def _digest(settings: JobSettings, config_path: Path | None) -> str | None:
     """The inputs' digest; ``None`` when the set depends on something it cannot see."""
     for directory in (*settings.python_path, settings.base_dir):
         importable_from(directory)  # service packages are found on the same path
-    import importlib.metadata
-
-    from cronctl.jobs.registry import GROUP
-
-    if importlib.metadata.entry_points(group=GROUP):
-        return None
     h = hashlib.sha256()
 
     def add(*parts: object) -> None:
@@ -111,6 +110,12 @@ def _digest(settings: JobSettings, config_path: Path | None) -> str | None:
     from cronctl import __version__
 
     add(FORMAT, sys.version, __version__, os.geteuid(), os.environ.get("PATH"))
+    # Installing or removing a distribution (one with service entry points among them)
+    # adds or removes an entry of a directory on the path: its status changes. So the
+    # entry points are looked at only when a set is written (see _services), not on
+    # every read: importing importlib.metadata and scanning cost ~20 ms a command.
+    for place in sys.path:
+        add("path", place, _status(Path(place or "."), True))
     for folder, _, names in sorted(os.walk(_PACKAGE)):
         for name in sorted(names):
             if name.endswith(".py"):
@@ -129,6 +134,16 @@ def _digest(settings: JobSettings, config_path: Path | None) -> str | None:
         entry = jobs_dir / name
         add(name, _status(entry, False), _status(entry, True))
     return h.hexdigest()
+
+
+def _services() -> bool:
+    """Whether any distribution declares ``cronctl.services`` entry points: their job
+    sets come from code the digest does not see, so no set is cached then."""
+    import importlib.metadata
+
+    from cronctl.jobs.registry import GROUP
+
+    return bool(importlib.metadata.entry_points(group=GROUP))
 
 
 def _cacheable(result: LoadResult) -> bool:

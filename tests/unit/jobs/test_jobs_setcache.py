@@ -174,3 +174,34 @@ def test_the_cache_directory_follows_the_state_directory(monkeypatch: pytest.Mon
     assert state_dir("postgresql://h/db") == Path.home() / ".cache" / "cronctl"
     monkeypatch.setenv("STATE_DIRECTORY", "/var/lib/cronctl:/other")
     assert state_dir("sqlite:///a.db") == Path("/var/lib/cronctl")
+
+
+def test_a_distribution_installed_on_the_path_reads_the_files_again(
+        project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The entry points are not scanned on a read: installing a distribution (which may
+    bring service entry points) adds an entry to a directory on the path instead."""
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    project.listed()
+    project.listed()
+    assert project.loads == 1
+    (site / "cronctl_services_demo-1.0.dist-info").mkdir()
+    project.listed()
+    assert project.loads == 2
+
+
+def test_no_set_is_kept_while_service_entry_points_exist(
+        project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.metadata
+
+    from cronctl.jobs.registry import GROUP
+
+    found = importlib.metadata.EntryPoints(
+        [importlib.metadata.EntryPoint("demo", "demo_pkg:jobs", GROUP)])
+    monkeypatch.setattr(importlib.metadata, "entry_points",
+                        lambda group=None: found if group == GROUP else
+                        importlib.metadata.EntryPoints([]))
+    project.listed()
+    project.listed()
+    assert project.loads == 2 and project.cache_files() == []
