@@ -3,6 +3,7 @@ a project directory with a config and job files, and a running ``cronctl run``."
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -55,6 +56,7 @@ class Project:
                             "CRONCTL_DATABASE_URL", "CRONCTL_CONFIG")}
         env["PYTHONPATH"] = os.pathsep.join(
             [str(self.root / "handlers_pkg"), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+        env["PYTHONFAULTHANDLER"] = "1"  # (see Running.stop)
         env.update(extra)
         return env
 
@@ -103,6 +105,15 @@ class Running:
             self.proc.send_signal(signal.SIGTERM)
         try:
             return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            # Say what the process was doing: its log, and where each of its threads is
+            # (PYTHONFAULTHANDLER: a SIGABRT prints every thread's stack to the log).
+            self.proc.send_signal(signal.SIGABRT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(3)
+            raise AssertionError(
+                f"cronctl run did not stop within {timeout} s of SIGTERM:\n{self.text()}"
+            ) from None
         finally:
             self.kill()
 
