@@ -94,14 +94,16 @@ def default_dispatcher(
     interceptors: Interceptors | None = None,
     service_resolver: ServiceResolver | None = None,
     max_log_lines: int = MAX_LINES_PER_EXECUTION,
+    scope: str = "",
 ) -> RoutingDispatcher:
     """The dispatcher ``cronctl run`` uses. ``interceptors`` defaults to those installed
     under the ``cronctl.interceptors`` entry-point group; ``max_log_lines`` (``[retention]``)
-    bounds, with each job's ``output_limit``, the lines an execution keeps."""
+    bounds, with each job's ``output_limit``, the lines an execution keeps; ``scope``
+    prefixes the commands' attempt tags (:func:`cronctl.dispatch.escapees.scope_of`)."""
     if interceptors is None:
         interceptors = Interceptors.load()
     return RoutingDispatcher(
-        CommandDispatcher(interceptors=interceptors, max_lines=max_log_lines),
+        CommandDispatcher(interceptors=interceptors, max_lines=max_log_lines, scope=scope),
         PythonDispatcher(max_workers, interceptors=interceptors,
                          service_resolver=service_resolver, max_lines=max_log_lines),
     )

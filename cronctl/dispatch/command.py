@@ -420,8 +420,9 @@ class CommandDispatcher:
     spawns the process."""
 
     def __init__(self, *, interceptors: Interceptors | None = None,
-                 max_lines: int = MAX_LINES_PER_EXECUTION) -> None:
+                 max_lines: int = MAX_LINES_PER_EXECUTION, scope: str = "") -> None:
         self._interceptors = interceptors or Interceptors(())
+        self._scope = scope  # of the attempts' tags (escapees.scope_of)
         self._max_lines = max_lines  # [retention] max_log_lines
         self._lock = threading.Lock()
         self._reactor: _Reactor | None = None
@@ -440,7 +441,8 @@ class CommandDispatcher:
         target = request.job.target
         assert isinstance(target, CommandTarget), "CommandDispatcher got a non-command job"
         child = _Child(request, target, sink, on_done, self._interceptors,
-                       OutputBudget(request.job.output_limit, self._max_lines))
+                       OutputBudget(request.job.output_limit, self._max_lines),
+                       tag=escapees.new_tag(self._scope))
         if self._interceptors:
             child.ctx = make_context(request, sink)
         reactor = self._get_reactor()

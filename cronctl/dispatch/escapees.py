@@ -28,8 +28,23 @@ from collections.abc import Callable
 TAG_ENV = "CRONCTL_ATTEMPT_TAG"
 
 
-def new_tag() -> str:
-    return uuid.uuid4().hex
+def new_tag(scope: str = "") -> str:
+    """A new attempt's tag: random, after its scheduler's ``scope`` (see :func:`scope_of`)
+    when it has one."""
+    return f"{scope}-{uuid.uuid4().hex}" if scope else uuid.uuid4().hex
+
+
+def scope_of(database: str) -> str:
+    """The tag prefix of the attempts of schedulers using the database named ``database``
+    (``cronctl.store.urls.database_identity``): a short digest, the same on every node of
+    this host that uses it. Recovery ends only what carries its own database's scope: a
+    scheduler on this host with a database of its own may run a job of the same name at
+    the same instant, with the same occurrence id, attempt and even execution id."""
+    if not database:
+        return ""
+    import hashlib
+
+    return hashlib.sha256(database.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
 def marker(tag: str) -> bytes:
@@ -131,19 +146,21 @@ def end_escaped(tag: str, leader: int, started_at: float, *, shutdown: bool,
 
 
 def end_left_behind(occurrence_id: str, attempt: int, execution_id: int,
-                    group: int | None) -> list[int]:
+                    group: int | None, scope: str = "") -> list[int]:
     """Recovery of an attempt whose scheduler died (SIGKILL): SIGKILL to what that attempt
     started outside its process group and still runs on this host (``setsid``), found by
-    its occurrence id, attempt and execution id in their environment. The execution id
-    matters: another scheduler on this host with its own database (a second
-    installation, a test cluster) may run a job of the same name at the same instant,
-    and its attempt carries the same occurrence id and attempt number. Its process group
-    died with the scheduler (the parent-death signal); these are what would otherwise run
-    on beside the next attempt. Members of its recorded process ``group`` are left to
-    recovery, which ends the group and records when. The pids signalled."""
+    its occurrence id, attempt and execution id in their environment, and the ``scope``
+    of its tag (:func:`scope_of`: another scheduler on this host with a database of its
+    own may run a job of the same name at the same instant, and its attempt carries the
+    same occurrence id and attempt number, and may carry the same execution id). Its
+    process group died with the scheduler (the parent-death signal); these are what would
+    otherwise run on beside the next attempt. Members of its recorded process ``group``
+    are left to recovery, which ends the group and records when. The pids signalled."""
     mark = f"\0CRONCTL_OCCURRENCE_ID={occurrence_id}\0".encode()
-    also = (f"\0CRONCTL_ATTEMPT={attempt}\0".encode(),
-            f"\0CRONCTL_EXECUTION_ID={execution_id}\0".encode())
+    also = [f"\0CRONCTL_ATTEMPT={attempt}\0".encode(),
+            f"\0CRONCTL_EXECUTION_ID={execution_id}\0".encode()]
+    if scope:
+        also.append(f"\0{TAG_ENV}={scope}-".encode())
     found = [pid for pid in find(mark, group=group)
              if all(part in _environ(pid) for part in also)]
     return signal_marked(found, mark, signal.SIGKILL) if found else []

@@ -35,6 +35,7 @@ from cronctl.jobs.model import ExecutionStatus, JobDefinition
 from cronctl.runtime.homes import Homes
 from cronctl.runtime.logsetup import ids
 from cronctl.store.base import ExecutionRecord, NodeRecord, Store, StoreUnavailable
+from cronctl.store.urls import database_identity
 
 log = logging.getLogger("cronctl.runtime")
 
@@ -85,10 +86,16 @@ def _signal(pgid: int, members: Sequence[int], sig: signal.Signals) -> None:
                 os.kill(pid, sig)
 
 
-def _end_escaped(r: ExecutionRecord) -> None:
+def attempt_scope(database_url: str) -> str:
+    """The tag scope of the attempts of schedulers on this host using ``database_url``."""
+    return escapees.scope_of(database_identity(database_url))
+
+
+def _end_escaped(r: ExecutionRecord, scope: str) -> None:
     """What an interrupted attempt started outside its process group (``setsid``) and
-    that still runs on this host: ended before the next attempt (SIGKILL)."""
-    killed = escapees.end_left_behind(r.occurrence_id, r.attempt, r.id, r.pgid)
+    that still runs on this host: ended before the next attempt (SIGKILL). ``scope``: the
+    tag prefix of this database's attempts (:func:`cronctl.dispatch.escapees.scope_of`)."""
+    killed = escapees.end_left_behind(r.occurrence_id, r.attempt, r.id, r.pgid, scope)
     if killed:
         log.warning("ended %d process(es) exec=%s started outside its process group and "
                     "left running when its scheduler died: pid %s", len(killed), r.id,
@@ -103,7 +110,7 @@ class Liveness:
         clock: Callable[[], datetime], jobs: Callable[[], Mapping[str, JobDefinition]],
         heartbeat: Callable[[], None], recover: Recover,
         unavailable: Callable[[StoreUnavailable], None],
-        down: Callable[[], bool],
+        down: Callable[[], bool], scope: str = "",
     ) -> None:
         self.store = store
         self.node_id = node_id
@@ -115,6 +122,7 @@ class Liveness:
         self._recover = recover
         self._unavailable = unavailable
         self._down = down
+        self.scope = scope  # of this database's attempt tags (see _end_escaped)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="cronctl-liveness",
                                         daemon=True)
@@ -252,7 +260,7 @@ class Liveness:
         ends: dict[int, datetime] = {}
         for r in rows:
             if r.status is ExecutionStatus.RUNNING:
-                _end_escaped(r)  # (its process group is ended below, or is gone)
+                _end_escaped(r, self.scope)  # (its process group is ended below, or is gone)
             if r.status is ExecutionStatus.RUNNING and r.pgid is not None and \
                     processes.group_members(r.pgid, r.process_start):
                 with self._guard:
@@ -284,7 +292,7 @@ class Liveness:
         ends: dict[int, datetime] = {}
         for r in rows:
             if r.status is ExecutionStatus.RUNNING:
-                _end_escaped(r)
+                _end_escaped(r, self.scope)
             if (r.status is ExecutionStatus.RUNNING and r.pgid is not None
                     and end_group(r.pgid, r.process_start, self._kill_timeout(r.job_id))):
                 self._log_ended(r)

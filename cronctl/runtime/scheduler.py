@@ -20,6 +20,7 @@ from functools import partial
 
 from cronctl.config import Config
 from cronctl.core import ClockAheadError, ClockSkewError, SchedulerCore, refuse_on_skew
+from cronctl.dispatch import default_dispatcher
 from cronctl.dispatch.base import Dispatcher
 from cronctl.dispatch.logbuffer import LogFlusher
 from cronctl.errors import first_line
@@ -43,7 +44,7 @@ from cronctl.runtime.inbox import (
     WaitersLanded,
 )
 from cronctl.runtime.io import IoWorker
-from cronctl.runtime.liveness import Liveness
+from cronctl.runtime.liveness import Liveness, attempt_scope
 from cronctl.runtime.logsetup import ids
 from cronctl.runtime.observers import watch_for
 from cronctl.runtime.polls import StorePolls
@@ -88,10 +89,9 @@ class Scheduler:
         self.clock = self.clocks.clock  # (held to the database server's clock)
         self.notifier = notifier if notifier is not None else SystemdNotifier.from_env()
         self._own_dispatcher = dispatcher is None
+        self.scope = attempt_scope(config.database) if dispatcher is None else ""  # (tags)
         if dispatcher is None:
-            from cronctl.dispatch import default_dispatcher
-
-            dispatcher = default_dispatcher(config.max_concurrent_jobs,
+            dispatcher = default_dispatcher(config.max_concurrent_jobs, scope=self.scope,
                                             max_log_lines=config.retention.max_log_lines)
         self.dispatcher: Dispatcher = dispatcher
         self._jobs = tuple(jobs)
@@ -124,7 +124,7 @@ class Scheduler:
             heartbeat=supervised(self.dispatcher, store, self._ttl, beat,
                                  self.clocks.beating(self.polls.heartbeat)),
             recover=lambda rows, ends: self._inbox.put(Recover(rows, ends)),
-            unavailable=self.health.failed, down=lambda: self.health.down)
+            unavailable=self.health.failed, down=lambda: self.health.down, scope=self.scope)
         f = self.firing
         self.lookahead = Lookahead(self.core, held=f.held, relayed=f.relayed,
                                    execute=f.execute, slots=config.max_concurrent_jobs,

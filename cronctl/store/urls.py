@@ -105,6 +105,33 @@ def sqlite_path(url: str) -> str | None:
     return None if path in ("", ":memory:") else path
 
 
+def database_identity(url: str) -> str:
+    """What names the database of ``url`` alike for every scheduler on this host that uses
+    it, and differently for another database: an SQLite file by its device and inode (a
+    relative path, a symlink and an absolute one agree), a server's database by its
+    kind, host, port and name (not the user or password). ``""`` for an in-memory one."""
+    from urllib.parse import parse_qs, unquote, urlsplit
+
+    kind = kind_of(url)
+    path = sqlite_path(url) if kind == "sqlite" else None
+    if path is not None:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return f"sqlite:{os.path.realpath(path)}"
+        return f"sqlite:{st.st_dev}:{st.st_ino}"
+    if kind != "postgresql":  # (in memory: nothing to recover)
+        return ""
+    parts = urlsplit(url.strip())
+    query = parse_qs(parts.query)
+    host = parts.hostname or (query.get("host") or [""])[0]
+    try:
+        port = parts.port or 5432
+    except ValueError:
+        port = 0
+    return f"{kind}:{host}:{port}:{unquote(parts.path.lstrip('/'))}"
+
+
 def database_error(detail: str, url: str, *, transient: bool) -> StoreError:
     """One clear, password-free error for a driver's message ``detail`` (its first line)
     while using ``url``; ``transient`` for a driver's operational or interface error (the
@@ -163,5 +190,5 @@ def database_error(detail: str, url: str, *, transient: bool) -> StoreError:
     return StoreError(f"database error on {where}: {detail}")
 
 
-__all__ = ["check_url", "database_error", "kind_of", "password_of", "redact", "scrub",
-           "sqlite_path"]
+__all__ = ["check_url", "database_error", "database_identity", "kind_of", "password_of",
+           "redact", "scrub", "sqlite_path"]

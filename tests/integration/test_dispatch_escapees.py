@@ -172,3 +172,54 @@ def test_recovery_ends_only_the_interrupted_attempts_own_escapees() -> None:
         for proc in (ours, theirs):
             proc.kill()
             proc.wait()
+
+
+def test_recovery_leaves_alone_an_attempt_tagged_for_another_database() -> None:
+    """Two schedulers on one host, each with its own database and the same jobs, started
+    together: their rows may match in occurrence, attempt AND execution id. The tag's
+    scope (a digest of the database) tells them apart."""
+    import os
+    import subprocess
+
+    from cronctl.dispatch import escapees
+
+    ours_scope = escapees.scope_of("sqlite:2049:1001")
+    theirs_scope = escapees.scope_of("sqlite:2049:1002")
+
+    def attempt(scope: str) -> subprocess.Popen[bytes]:
+        env = {**os.environ, "CRONCTL_OCCURRENCE_ID": "backup@1796416935",
+               "CRONCTL_ATTEMPT": "1", "CRONCTL_EXECUTION_ID": "956",
+               escapees.TAG_ENV: escapees.new_tag(scope)}
+        return subprocess.Popen(["sleep", "30"], env=env, start_new_session=True)
+
+    ours, theirs = attempt(ours_scope), attempt(theirs_scope)
+    try:
+        killed = escapees.end_left_behind("backup@1796416935", 1, 956, None, ours_scope)
+        assert killed == [ours.pid]
+        assert ours.wait(5) == -9
+        assert theirs.poll() is None
+    finally:
+        for proc in (ours, theirs):
+            proc.kill()
+            proc.wait()
+
+
+def test_a_dispatchers_scope_prefixes_its_attempts_tags(tmp_path: Path) -> None:
+    import os
+
+    from cronctl.dispatch import escapees
+
+    scoped = CommandDispatcher(scope="0123456789abcdef")
+    try:
+        out = tmp_path / "env"
+        job = JobDefinition(id="tagged", target=CommandTarget(
+            argv=(f'tr "\\000" "\\n" < /proc/$$/environ > {out}',), shell=True))
+        recorder = OutcomeRecorder()
+        scoped.start(request_for(job, execution_id=7), RecordingSink(), recorder)
+        assert recorder.wait(10).status is ExecutionStatus.SUCCEEDED
+        tags = [line for line in out.read_text().splitlines()
+                if line.startswith(f"{escapees.TAG_ENV}=")]
+        assert len(tags) == 1 and tags[0].startswith(f"{escapees.TAG_ENV}=0123456789abcdef-")
+        assert os.environ.get(escapees.TAG_ENV) is None
+    finally:
+        scoped.shutdown(wait=False)
