@@ -8,6 +8,13 @@ after the job's ``env`` so that cannot override it. When an attempt ends (succes
 failure, timeout, cancel), the reactor looks for the processes that still carry it and
 ends them as it ends a command: SIGTERM, then SIGKILL after ``kill_timeout``.
 
+When the scheduler itself died, nobody kept the tag: recovery on this host finds what
+the attempt left by its occurrence id, attempt and execution id, and by the tag's
+scope, a digest of the scheduler's database that every node of this host using it
+computes alike (:func:`scope_of`). A scheduler with another database may run a job of
+the same name at the same instant, even under the same execution id; its tags carry
+another scope.
+
 A process that cleared or replaced its environment, or runs as another user whose
 ``/proc/<pid>/environ`` the scheduler may not read, is not found. Reading every
 process's environment costs about 8 microseconds a process (1 ms on a host with 125),
