@@ -23,10 +23,10 @@ unchanged, compared as a digest of:
 And only while nothing outside those inputs can change the set: no ``cronctl.services``
 entry points (their code is not in the jobs directory; looked for when a set is
 written, so a distribution that brings some afterwards changes the path's status and
-the digest), no calendar read from an ``ics``
-file, no entry older than :data:`MAX_AGE` (validation measures "never fires again" from
-now). On a hit the commands' programs and ``python:`` targets are checked again (a few
-distinct look-ups), so an uninstalled program is not hidden by the cache.
+the digest), no calendar read from an ``ics`` file, no entry older than :data:`MAX_AGE`
+(validation measures "never fires again" from now). On a hit the commands' programs
+and ``python:`` targets are checked again (a few distinct look-ups), so an uninstalled
+program is not hidden by the cache.
 
 Pickle runs code when loaded, so a cache file is read only when it and its directory
 belong to the effective user and nobody else may write them; it is written 0600,
