@@ -67,8 +67,10 @@ def _environ(pid: int) -> bytes:
         return b""
 
 
-def carries(pid: int, mark: bytes) -> bool:
-    return mark in _environ(pid)
+def carries(pid: int, *marks: bytes) -> bool:
+    """Whether the environment of ``pid`` holds every one of ``marks`` (read once)."""
+    env = _environ(pid)
+    return all(mark in env for mark in marks)
 
 
 def _last_pid() -> int | None:
@@ -168,6 +170,5 @@ def end_left_behind(occurrence_id: str, attempt: int, execution_id: int,
             f"\0CRONCTL_EXECUTION_ID={execution_id}\0".encode()]
     if scope:
         also.append(f"\0{TAG_ENV}={scope}-".encode())
-    found = [pid for pid in find(mark, group=group)
-             if all(part in _environ(pid) for part in also)]
+    found = [pid for pid in find(mark, group=group) if carries(pid, *also)]
     return signal_marked(found, mark, signal.SIGKILL) if found else []

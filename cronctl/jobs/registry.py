@@ -29,7 +29,7 @@ from cronctl.jobs.decorators import (
 from cronctl.jobs.violation import Violation, did_you_mean, summarize_exception
 
 if TYPE_CHECKING:
-    from importlib.metadata import EntryPoint
+    from importlib.metadata import EntryPoint, EntryPoints
 
 GROUP = "cronctl.services"
 _T = TypeVar("_T")
@@ -102,6 +102,13 @@ class ServiceRegistry:
         return method
 
 
+def service_entry_points() -> EntryPoints:
+    """The ``cronctl.services`` entry points of the installed distributions."""
+    import importlib.metadata
+
+    return importlib.metadata.entry_points(group=GROUP)
+
+
 def discover_services(
     entry_points: Iterable[EntryPoint] | None = None,
 ) -> ServiceRegistry:
@@ -110,9 +117,7 @@ def discover_services(
     The installed distributions are read here, when a command needs the job sources, not
     when this module is imported (its types are imported by the job model's builders)."""
     if entry_points is None:
-        import importlib.metadata
-
-        entry_points = importlib.metadata.entry_points(group=GROUP)
+        entry_points = service_entry_points()
     violations: list[Violation] = []
     classes: list[type] = []
     modules: list[types.ModuleType] = []

@@ -139,11 +139,9 @@ def _digest(settings: JobSettings, config_path: Path | None) -> str | None:
 def _services() -> bool:
     """Whether any distribution declares ``cronctl.services`` entry points: their job
     sets come from code the digest does not see, so no set is cached then."""
-    import importlib.metadata
+    from cronctl.jobs.registry import service_entry_points
 
-    from cronctl.jobs.registry import GROUP
-
-    return bool(importlib.metadata.entry_points(group=GROUP))
+    return bool(service_entry_points())
 
 
 def _cacheable(result: LoadResult) -> bool:

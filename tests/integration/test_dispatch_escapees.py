@@ -5,13 +5,17 @@ processes, no mocks."""
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
+from cronctl.dispatch import escapees
 from cronctl.dispatch.command import CommandDispatcher
 from cronctl.dispatch.testing import OutcomeRecorder, RecordingSink, request_for
 from cronctl.jobs.model import CommandTarget, ExecutionStatus, JobDefinition
@@ -119,11 +123,6 @@ def test_processes_of_other_attempts_are_left_alone(dispatcher: CommandDispatche
 
 
 def test_find_looks_only_after_the_leader_when_told() -> None:
-    import os
-    import subprocess
-
-    from cronctl.dispatch import escapees
-
     tag = escapees.new_tag()
     proc = subprocess.Popen(["sleep", "30"], env={**os.environ, escapees.TAG_ENV: tag})
     try:
@@ -146,69 +145,57 @@ def test_members_of_its_own_group_are_not_reported_as_escaped(
         assert not [m for _, m in sink.lines if "outside its process group" in m]
 
 
+OCCURRENCE = "backup@1796416935"
+
+
+def stray(execution_id: int, tag: str | None = None) -> subprocess.Popen[bytes]:
+    """A ``setsid`` process left by attempt 1 of OCCURRENCE (row ``execution_id``)."""
+    env = {**os.environ, "CRONCTL_OCCURRENCE_ID": OCCURRENCE, "CRONCTL_ATTEMPT": "1",
+           "CRONCTL_EXECUTION_ID": str(execution_id)}
+    if tag is not None:
+        env[escapees.TAG_ENV] = tag
+    return subprocess.Popen(["sleep", "30"], env=env, start_new_session=True)
+
+
+@contextmanager
+def strays(*procs: subprocess.Popen[bytes]) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
 def test_recovery_ends_only_the_interrupted_attempts_own_escapees() -> None:
     """A second scheduler on the host with a database of its own runs a job of the same
     name at the same instant: its attempt carries the same occurrence id and attempt
     number. Recovering the first one's interrupted attempt must not kill it (the chaos
     run saw a live attempt SIGKILLed by the other cluster's recovery)."""
-    import os
-    import subprocess
-
-    from cronctl.dispatch import escapees
-
-    def attempt(execution_id: int) -> subprocess.Popen[bytes]:
-        env = {**os.environ, "CRONCTL_OCCURRENCE_ID": "backup@1796416935",
-               "CRONCTL_ATTEMPT": "1", "CRONCTL_EXECUTION_ID": str(execution_id)}
-        return subprocess.Popen(["sleep", "30"], env=env, start_new_session=True)
-
-    ours, theirs = attempt(956), attempt(957)
-    try:
-        assert escapees.end_left_behind("backup@1796416935", 1, 956, None) == [ours.pid]
+    ours, theirs = stray(956), stray(957)
+    with strays(ours, theirs):
+        assert escapees.end_left_behind(OCCURRENCE, 1, 956, None) == [ours.pid]
         assert ours.wait(5) == -9
         assert theirs.poll() is None
-        assert escapees.end_left_behind("backup@1796416935", 2, 957, None) == []
+        assert escapees.end_left_behind(OCCURRENCE, 2, 957, None) == []
         assert theirs.poll() is None
-    finally:
-        for proc in (ours, theirs):
-            proc.kill()
-            proc.wait()
 
 
 def test_recovery_leaves_alone_an_attempt_tagged_for_another_database() -> None:
     """Two schedulers on one host, each with its own database and the same jobs, started
     together: their rows may match in occurrence, attempt AND execution id. The tag's
     scope (a digest of the database) tells them apart."""
-    import os
-    import subprocess
-
-    from cronctl.dispatch import escapees
-
     ours_scope = escapees.scope_of("sqlite:2049:1001")
-    theirs_scope = escapees.scope_of("sqlite:2049:1002")
-
-    def attempt(scope: str) -> subprocess.Popen[bytes]:
-        env = {**os.environ, "CRONCTL_OCCURRENCE_ID": "backup@1796416935",
-               "CRONCTL_ATTEMPT": "1", "CRONCTL_EXECUTION_ID": "956",
-               escapees.TAG_ENV: escapees.new_tag(scope)}
-        return subprocess.Popen(["sleep", "30"], env=env, start_new_session=True)
-
-    ours, theirs = attempt(ours_scope), attempt(theirs_scope)
-    try:
-        killed = escapees.end_left_behind("backup@1796416935", 1, 956, None, ours_scope)
+    ours = stray(956, escapees.new_tag(ours_scope))
+    theirs = stray(956, escapees.new_tag(escapees.scope_of("sqlite:2049:1002")))
+    with strays(ours, theirs):
+        killed = escapees.end_left_behind(OCCURRENCE, 1, 956, None, ours_scope)
         assert killed == [ours.pid]
         assert ours.wait(5) == -9
         assert theirs.poll() is None
-    finally:
-        for proc in (ours, theirs):
-            proc.kill()
-            proc.wait()
 
 
 def test_a_dispatchers_scope_prefixes_its_attempts_tags(tmp_path: Path) -> None:
-    import os
-
-    from cronctl.dispatch import escapees
-
     scoped = CommandDispatcher(scope="0123456789abcdef")
     try:
         out = tmp_path / "env"
