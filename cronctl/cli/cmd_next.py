@@ -162,7 +162,8 @@ def _job_lookup(ctx: typer.Context) -> JobLookup:
         from cronctl.config import load_config
         from cronctl.jobs import find_job
 
-        return job_target(find_job(load_config(global_options(ctx)).job_settings, job_id))
+        config = load_config(global_options(ctx))
+        return job_target(find_job(config.job_settings, job_id, state_dir=config.state_dir))
 
     return lookup
 

@@ -140,7 +140,7 @@ def status(
     options = global_options(ctx)
     now = datetime.now(UTC)
     config = load_config(options)
-    loaded = load_jobs(config.job_settings, now=now)
+    loaded = load_jobs(config.job_settings, now=now, state_dir=config.state_dir)
     warnings: list[str] = []
     if loaded.violations:
         # The running schedulers keep their last valid configuration: still show the

@@ -32,12 +32,13 @@ def why(
     now = datetime.now(UTC)
     config, store = open_reader(options)
     try:
-        job = find_job(config.job_settings, job_id, now=now)
+        job = find_job(config.job_settings, job_id, now=now, state_dir=config.state_dir)
         parents = {}
         if job.after:  # their max_attempts: whether a failed attempt is their last
             from cronctl.jobs.loader import load_jobs
 
-            parents = {j.id: j for j in load_jobs(config.job_settings, now=now).jobs}
+            parents = {j.id: j for j in load_jobs(config.job_settings, now=now,
+                                                  state_dir=config.state_dir).jobs}
         verdict, executions = decide(job, at, store, now, parents)
     finally:
         if store is not None:

@@ -57,8 +57,9 @@ def check_all(options: GlobalOptions, now: datetime | None = None, *,
     if cached and not read.violations:
         from cronctl.jobs.setcache import cached_load
 
-        result = cached_load(settings, read.config.path, read.config.state_dir,
-                             lambda: load_jobs(settings, now=now))
+        state_dir = read.config.state_dir
+        result = cached_load(settings, read.config.path, state_dir,
+                             lambda: load_jobs(settings, now=now, state_dir=state_dir))
     else:
         result = load_jobs(settings, now=now)
     return Checked(

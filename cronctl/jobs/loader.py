@@ -67,15 +67,18 @@ def load_jobs(
     *,
     now: datetime | None = None,
     registry: ServiceRegistry | None = None,
+    state_dir: Path | None = None,
 ) -> LoadResult:
     """Load and validate every job: the TOML files of ``settings.jobs_dir`` and the
     ``@cron_job`` operations of the ``cronctl.services`` entry points.
 
     ``now`` (default: the clock) is where "never fires within 4 years" is measured from;
     ``registry`` replaces entry-point discovery (tests). On success the registry becomes
-    the one :func:`cronctl.jobs.registry.resolve_operation` uses.
+    the one :func:`cronctl.jobs.registry.resolve_operation` uses. ``state_dir``: given by
+    the commands that only show the jobs, never ``validate`` or ``run``; a path without
+    service entry points is remembered there (:mod:`cronctl.jobs.pathscan`).
     """
-    loaded = _load(settings, now=now, registry=registry)
+    loaded = _load(settings, now=now, registry=registry, state_dir=state_dir)
     if loaded.violations:
         return LoadResult((), tuple(loaded.violations), tuple(loaded.warnings), loaded.defined)
     set_default_registry(loaded.registry)
@@ -83,20 +86,21 @@ def load_jobs(
     return LoadResult(jobs, (), tuple(loaded.warnings), loaded.defined)
 
 
-def find_job(settings: JobSettings, job_id: str, *, now: datetime | None = None) -> JobDefinition:
+def find_job(settings: JobSettings, job_id: str, *, now: datetime | None = None,
+             state_dir: Path | None = None) -> JobDefinition:
     """The job named ``job_id``. :class:`NotFoundError` (exit 3, with a did-you-mean) when
     no source defines it; :class:`ConfigError` when that job itself is invalid. Problems
     of other jobs do not matter here, so only the files that can define it are read and
     only it is built; a job that none of them defines is looked for among all jobs, for
-    the did-you-mean."""
-    loaded = _load(settings, now=now, registry=None, only=job_id)
+    the did-you-mean. ``state_dir``: as for :func:`load_jobs`."""
+    loaded = _load(settings, now=now, registry=None, only=job_id, state_dir=state_dir)
     if loaded.dependent:  # its parents' definitions decide it: read every job
-        loaded = _load(settings, now=now, registry=None)
+        loaded = _load(settings, now=now, registry=None, state_dir=state_dir)
     job = loaded.built.get(job_id)
     if job is not None:
         return job
     if job_id not in loaded.failed:
-        loaded = _load(settings, now=now, registry=None)
+        loaded = _load(settings, now=now, registry=None, state_dir=state_dir)
     if job_id in loaded.failed:
         problems = loaded.failed[job_id]
         more = f" (and {len(problems) - 1} more; run 'cronctl validate')" if len(
@@ -118,14 +122,16 @@ def importable_from(base_dir: Path) -> None:
 
 
 def _load(settings: JobSettings, *, now: datetime | None, registry: ServiceRegistry | None,
-          only: str | None = None) -> _Loaded:
+          only: str | None = None, state_dir: Path | None = None) -> _Loaded:
     """``only``: build that job alone (and read only the files that can define it)."""
     with collector_paused():
-        return _load_sources(settings, now=now, registry=registry, only=only)
+        return _load_sources(settings, now=now, registry=registry, only=only,
+                             state_dir=state_dir)
 
 
 def _load_sources(settings: JobSettings, *, now: datetime | None,
-                  registry: ServiceRegistry | None, only: str | None) -> _Loaded:
+                  registry: ServiceRegistry | None, only: str | None,
+                  state_dir: Path | None) -> _Loaded:
     now = now if now is not None else datetime.now(UTC)
     distrusted: list[Violation] = []
     for directory in (*settings.python_path, settings.base_dir):
@@ -137,7 +143,7 @@ def _load_sources(settings: JobSettings, *, now: datetime | None,
         importable_from(directory)
     clear_python_cache()
     if registry is None:
-        registry = discover_services()
+        registry = discover_services(remember_in=state_dir)
     files = read_jobs_dir(settings.jobs_dir, required=settings.jobs_dir_required, only=only)
     violations: list[Violation] = [*distrusted, *registry.violations, *files.violations]
     raws: list[RawJob] = []

@@ -30,6 +30,7 @@ from cronctl.jobs.violation import Violation, did_you_mean, summarize_exception
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint, EntryPoints
+    from pathlib import Path
 
 GROUP = "cronctl.services"
 _T = TypeVar("_T")
@@ -110,14 +111,26 @@ def service_entry_points() -> EntryPoints:
 
 
 def discover_services(
-    entry_points: Iterable[EntryPoint] | None = None,
+    entry_points: Iterable[EntryPoint] | None = None, *, remember_in: Path | None = None,
 ) -> ServiceRegistry:
     """Load every ``cronctl.services`` entry point (or the ones given) into a registry.
 
     The installed distributions are read here, when a command needs the job sources, not
-    when this module is imported (its types are imported by the job model's builders)."""
+    when this module is imported (its types are imported by the job model's builders).
+    ``remember_in``: the state directory of a command that only shows the jobs, where a
+    path with no entry points is remembered (:mod:`cronctl.jobs.pathscan`)."""
     if entry_points is None:
-        entry_points = service_entry_points()
+        if remember_in is None:
+            entry_points = service_entry_points()
+        else:
+            from cronctl.jobs import pathscan
+
+            digest = pathscan.path_digest()
+            if pathscan.known_absent(remember_in, digest):
+                return ServiceRegistry()
+            entry_points = service_entry_points()
+            if not entry_points:
+                pathscan.remember_absent(remember_in, digest)
     violations: list[Violation] = []
     classes: list[type] = []
     modules: list[types.ModuleType] = []

@@ -14,19 +14,20 @@ unchanged, compared as a digest of:
   into a wrong shape);
 - the configuration file's status (size, times, inode, mode, owner) and the job
   settings read from it; the effective user (root checks file ownership); ``PATH``;
-- the status of each directory on Python's path (installing or removing a distribution
-  changes one: see below);
+- Python's path and the distributions installed on it
+  (:func:`cronctl.jobs.pathscan.path_digest`: installing, upgrading or removing one
+  changes it: see below);
 - every entry of the jobs directory: its name, and the status of the entry and of what
   a link points to (an edited, added, removed, renamed, chmod-ed or re-linked file
   changes the digest).
 
 And only while nothing outside those inputs can change the set: no ``cronctl.services``
 entry points (their code is not in the jobs directory; looked for when a set is
-written, so a distribution that brings some afterwards changes the path's status and
-the digest), no calendar read from an ``ics`` file, no entry older than :data:`MAX_AGE`
-(validation measures "never fires again" from now). On a hit the commands' programs
-and ``python:`` targets are checked again (a few distinct look-ups), so an uninstalled
-program is not hidden by the cache.
+written, so a distribution that brings some afterwards changes the path's digest), no
+calendar read from an ``ics`` file, no entry older than :data:`MAX_AGE` (validation
+measures "never fires again" from now). On a hit the commands' programs and ``python:``
+targets are checked again (a few distinct look-ups), so an uninstalled program is not
+hidden by the cache.
 
 Pickle runs code when loaded, so a cache file is read only when it and its directory
 belong to the effective user and nobody else may write them; it is written 0600,
@@ -41,14 +42,14 @@ import hashlib
 import logging
 import os
 import pickle
-import stat
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from cronctl.jobs.loader import LoadResult, importable_from
+from cronctl.jobs.loader import LoadResult
 from cronctl.jobs.model import CommandTarget, PythonTarget
+from cronctl.jobs.pathscan import path_digest, status_of, trusted, trusted_folder
 from cronctl.jobs.settings import JobSettings
 
 log = logging.getLogger("cronctl.jobs")
@@ -88,19 +89,8 @@ def _name(config_path: Path | None, settings: JobSettings) -> str:
     return hashlib.sha256(where.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
-def _status(path: Path, follow: bool) -> tuple[int, ...]:
-    try:
-        st = path.stat() if follow else path.lstat()
-    except FileNotFoundError:
-        return ()
-    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev, st.st_mode,
-            st.st_uid, st.st_gid)
-
-
 def _digest(settings: JobSettings, config_path: Path | None) -> str | None:
     """The inputs' digest; ``None`` when the set depends on something it cannot see."""
-    for directory in (*settings.python_path, settings.base_dir):
-        importable_from(directory)  # service packages are found on the same path
     h = hashlib.sha256()
 
     def add(*parts: object) -> None:
@@ -111,28 +101,29 @@ def _digest(settings: JobSettings, config_path: Path | None) -> str | None:
 
     add(FORMAT, sys.version, __version__, os.geteuid(), os.environ.get("PATH"))
     # Installing or removing a distribution (one with service entry points among them)
-    # adds or removes an entry of a directory on the path: its status changes. So the
-    # entry points are looked at only when a set is written (see _services), not on
-    # every read: importing importlib.metadata and scanning cost ~20 ms a command.
-    for place in sys.path:
-        add("path", place, _status(Path(place or "."), True))
+    # changes the path's digest. So the entry points are looked at only when a set is
+    # written (see _services), not on every read: importing importlib.metadata and
+    # scanning cost ~20 ms a command. The load appends python_path (when trusted) and the
+    # config's directory to the path: service packages are found there too.
+    add("path", path_digest((*settings.python_path, settings.base_dir)))
     for folder, _, names in sorted(os.walk(_PACKAGE)):
         for name in sorted(names):
             if name.endswith(".py"):
-                add(folder, name, _status(Path(folder, name), True))
+                add(folder, name, status_of(Path(folder, name), True))
     if config_path is not None:
-        add("config", str(config_path.resolve()), _status(config_path, True),
-            _status(config_path, False))
+        add("config", str(config_path.resolve()), status_of(config_path, True),
+            status_of(config_path, False))
     add("settings", repr(settings))
     jobs_dir = settings.jobs_dir
-    add("jobs_dir", str(jobs_dir.absolute()), _status(jobs_dir, True), _status(jobs_dir, False))
+    add("jobs_dir", str(jobs_dir.absolute()), status_of(jobs_dir, True),
+        status_of(jobs_dir, False))
     try:
         names = sorted(os.listdir(jobs_dir))
     except FileNotFoundError:
         names = []
     for name in names:
         entry = jobs_dir / name
-        add(name, _status(entry, False), _status(entry, True))
+        add(name, status_of(entry, False), status_of(entry, True))
     return h.hexdigest()
 
 
@@ -151,21 +142,8 @@ def _cacheable(result: LoadResult) -> bool:
 # --- reading and writing -----------------------------------------------------------------
 
 
-def _trusted(path: Path) -> bool:
-    """The file and its directory belong to this user and nobody else may write them."""
-    euid = os.geteuid()
-    try:
-        folder = path.parent.stat()
-        st = path.lstat()
-    except OSError:
-        return False
-    if not stat.S_ISREG(st.st_mode) or st.st_uid != euid or st.st_mode & 0o022:
-        return False
-    return folder.st_uid == euid and not folder.st_mode & 0o022
-
-
 def _read(path: Path, key: str) -> LoadResult | None:
-    if not _trusted(path):
+    if not trusted(path):
         return None
     try:
         with path.open("rb") as f:
@@ -233,7 +211,7 @@ def _write_aside(path: Path, key: str, result: LoadResult) -> None:
 def _write(path: Path, key: str, result: LoadResult) -> None:
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if not _trusted_folder(path.parent):
+        if not trusted_folder(path.parent):
             return
         part = path.with_name(f".{path.name}.{os.getpid()}")
         fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -247,11 +225,3 @@ def _write(path: Path, key: str, result: LoadResult) -> None:
             raise
     except (OSError, pickle.PicklingError, RecursionError, TypeError) as exc:
         log.debug("job set cache %s not written: %s", path, exc)
-
-
-def _trusted_folder(folder: Path) -> bool:
-    try:
-        st = folder.stat()
-    except OSError:
-        return False
-    return st.st_uid == os.geteuid() and not st.st_mode & 0o022

@@ -87,7 +87,7 @@ def require_job_defined(config: Config, job_id: str) -> None:
     from cronctl.jobs.loader import find_job
 
     try:
-        find_job(config.job_settings, job_id)
+        find_job(config.job_settings, job_id, state_dir=config.state_dir)
     except ConfigError:
         return  # defined, just invalid: it exists
     except NotFoundError:

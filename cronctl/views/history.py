@@ -88,7 +88,8 @@ def _expand(run: SkipRecord, config: Config, schedules: dict[str, Any]) -> list[
 
     if run.job_id not in schedules:
         try:
-            schedules[run.job_id] = schedule_for(find_job(config.job_settings, run.job_id))
+            schedules[run.job_id] = schedule_for(find_job(config.job_settings, run.job_id,
+                                                            state_dir=config.state_dir))
         except CronctlError:
             schedules[run.job_id] = None
     schedule = schedules[run.job_id]

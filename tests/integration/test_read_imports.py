@@ -82,3 +82,22 @@ def test_read_commands_load_only_what_they_use(state: tuple[Path, int, str],
     unneeded = [m for m in modules if m.startswith(UNNEEDED)
                 and not (backend == "postgresql" and m.startswith("psycopg"))]
     assert not unneeded, unneeded
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("state", ["sqlite"], indirect=True)
+def test_service_discovery_is_skipped_while_the_path_is_unchanged(
+        state: tuple[Path, int, str]) -> None:
+    """The first ``status`` scans the installed distributions and finds no service entry
+    points; the next ``status`` and ``why`` do not import :mod:`importlib.metadata`; a
+    distribution installed on the path (here the working directory, first on it) makes
+    the next one scan again."""
+    folder, _, _ = state
+    status = ["-c", "cronctl.toml", "status"]
+    assert "importlib.metadata" in _imported(folder, status)
+    assert (folder / ".cronctl-no-service-entry-points").is_file()
+    assert "importlib.metadata" not in _imported(folder, status)
+    why = ["-c", "cronctl.toml", "why", "backup", "2026-03-08T03:00:00Z"]
+    assert "importlib.metadata" not in _imported(folder, why)
+    (folder / "new_tool-1.0.dist-info").mkdir()
+    assert "importlib.metadata" in _imported(folder, status)
