@@ -110,6 +110,22 @@ def service_entry_points() -> EntryPoints:
     return importlib.metadata.entry_points(group=GROUP)
 
 
+def _installed(remember_in: Path | None) -> Iterable[EntryPoint]:
+    """The installed entry points, or none without a scan when ``remember_in`` holds the
+    digest of this path from a scan that found none."""
+    if remember_in is None:
+        return service_entry_points()
+    from cronctl.jobs import pathscan
+
+    digest = pathscan.path_digest()
+    if pathscan.known_absent(remember_in, digest):
+        return ()
+    found = service_entry_points()
+    if not found:
+        pathscan.remember_absent(remember_in, digest)
+    return found
+
+
 def discover_services(
     entry_points: Iterable[EntryPoint] | None = None, *, remember_in: Path | None = None,
 ) -> ServiceRegistry:
@@ -120,17 +136,7 @@ def discover_services(
     ``remember_in``: the state directory of a command that only shows the jobs, where a
     path with no entry points is remembered (:mod:`cronctl.jobs.pathscan`)."""
     if entry_points is None:
-        if remember_in is None:
-            entry_points = service_entry_points()
-        else:
-            from cronctl.jobs import pathscan
-
-            digest = pathscan.path_digest()
-            if pathscan.known_absent(remember_in, digest):
-                return ServiceRegistry()
-            entry_points = service_entry_points()
-            if not entry_points:
-                pathscan.remember_absent(remember_in, digest)
+        entry_points = _installed(remember_in)
     violations: list[Violation] = []
     classes: list[type] = []
     modules: list[types.ModuleType] = []
