@@ -37,11 +37,13 @@ _METADATA = (".dist-info", ".egg-info")
 
 def status_of(path: Path | str, follow: bool = True) -> tuple[int, ...]:
     """What changes when a file or directory is created, edited, replaced or chmod-ed
-    (``()`` when it does not exist)."""
+    (``()`` when it does not exist; the error when it cannot be looked at)."""
     try:
         st = os.stat(path) if follow else os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
         return ()
+    except OSError as exc:  # (another user's directory): the same until it changes
+        return (-1, exc.errno or 0)
     return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev, st.st_mode,
             st.st_uid, st.st_gid)
 
@@ -51,7 +53,9 @@ def path_digest(extra: Iterable[Path] = ()) -> str:
     it) as far as installed distributions and their entry points go."""
     h = hashlib.sha256()
     places = list(sys.path)
-    places += [str(p.resolve()) for p in extra if str(p.resolve()) not in places]
+    for resolved in (str(p.resolve()) for p in extra):
+        if resolved not in places:
+            places.append(resolved)
     for place in places:
         folder = place or "."
         egg = os.path.basename(folder).lower().endswith(".egg")

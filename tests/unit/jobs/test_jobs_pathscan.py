@@ -158,3 +158,27 @@ def test_nothing_is_written_where_others_may_write(tmp_path: Path) -> None:
     assert os.listdir(shared) == []
     pathscan.remember_absent(tmp_path / "missing", pathscan.path_digest())
     assert not (tmp_path / "missing").exists()  # a read command never creates it
+
+
+def test_an_entry_that_cannot_be_looked_at_is_no_error(fake_dists: FakeDists, state: Path,
+                                                        monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    """Another user's ``*.dist-info`` directory (mode 0700) cannot be looked into: its
+    ``entry_points.txt`` is neither read nor counted by importlib.metadata, and is no
+    traceback here; once it can be looked at, the digest changes."""
+    fake_dists.dist("private-tool", {})
+    hidden = str(fake_dists.root / "private_tool-1.0.dist-info" / "entry_points.txt")
+    real_stat = os.stat
+
+    def stat(path: object, *args: object, **kwargs: object) -> os.stat_result:
+        if str(path) == hidden:
+            raise PermissionError(13, "Permission denied", hidden)
+        return real_stat(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "stat", stat)
+    denied = pathscan.path_digest()
+    assert pathscan.path_digest() == denied
+    assert discover_services(remember_in=state).operations == {}
+    assert pathscan.known_absent(state, denied)
+    monkeypatch.setattr(os, "stat", real_stat)
+    assert pathscan.path_digest() != denied
