@@ -5,12 +5,13 @@ attempt outlives its scheduler").
 Every :data:`CHECK_INTERVAL` the thread asks the store which nodes are dead (one query;
 on SQLite a look at ``/proc``: see :mod:`cronctl.store.liveness`), releases their guard
 locks, and hands their single_instance executions (and those a stopped node left) to
-recovery. A command attempt that left its process group running on this host is ended
-first (SIGTERM, then SIGKILL after the job's ``kill_timeout``), on a short-lived thread
-of its own, and handed over only once the group is gone: the next attempt never starts
-beside it. The interrupted row is closed with the time its group ended: when this node
-saw it end, or, when it had already ended (its leader dies with its scheduler), the last
-moment its node was known alive.
+recovery. The locks of their running attempts are released by recovery, when it closes
+those rows (``lost``): until then the job stays held cluster-wide. A command attempt that
+left its process group running on this host is ended first (SIGTERM, then SIGKILL after
+the job's ``kill_timeout``), on a short-lived thread of its own, and handed over only
+once the group is gone: the next attempt never starts beside it. The interrupted row is
+closed with the time its group ended: when this node saw it end, or, when it had already
+ended (its leader dies with its scheduler), the last moment its node was known alive.
 
 The heartbeat runs every ``heartbeat_interval``, or every ``store.beat_interval`` when
 that is shorter (PostgreSQL: a dropped lock session is taken again within it), and never
@@ -194,16 +195,6 @@ class Liveness:
         # nodes that joined (a home view a few seconds old only makes nodes contend).
         if dead.keys() != self._was_dead or self._checks % HOMES_EVERY == 1:
             self.homes.live_are(n.node_id for n in self.store.live_nodes(now, self.ttl))
-        # A write: only when a node has just died (or now and then, for the locks of
-        # nodes without a row), not at every check for as long as a dead row stays.
-        if dead.keys() - self._was_dead or self._checks % STALE_SWEEP_EVERY == 1:
-            freed = self.store.release_stale_locks(now, self.ttl)
-            if freed:
-                log.info("released %d guard locks of nodes that are gone (%s)", freed,
-                         ", ".join(sorted(dead)) or "no node row")
-            if dead and (retake := self.store.release_triggers(list(dead))):
-                log.info("released %d trigger requests taken by nodes that are gone (%s)",
-                         retake, ", ".join(sorted(dead)))
         rows: dict[int, ExecutionRecord] = {}
         if dead:
             for r in self.store.pending_or_running(node_ids=list(dead)):
@@ -214,6 +205,21 @@ class Liveness:
             for r in self.store.orphaned_executions():
                 if r.node_id != me:
                     rows[r.id] = r
+        # A write: only when a node has just died (or now and then, for the locks of
+        # nodes without a row), not at every check for as long as a dead row stays.
+        if dead.keys() - self._was_dead or self._checks % STALE_SWEEP_EVERY == 1:
+            # The locks of the attempts that were running stay until recovery closes
+            # them (lost: the same transaction releases them): no newer fire takes the
+            # job between this release and the recovery, nor runs beside a process group
+            # still being ended.
+            keep = [r.id for r in rows.values() if r.status is ExecutionStatus.RUNNING]
+            freed = self.store.release_stale_locks(now, self.ttl, keep=keep)
+            if freed:
+                log.info("released %d guard locks of nodes that are gone (%s)", freed,
+                         ", ".join(sorted(dead)) or "no node row")
+            if dead and (retake := self.store.release_triggers(list(dead))):
+                log.info("released %d trigger requests taken by nodes that are gone (%s)",
+                         retake, ", ".join(sorted(dead)))
         self._note_deaths(now, dead)
         fresh = self._fresh(rows, full)
         if fresh:

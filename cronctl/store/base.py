@@ -362,9 +362,11 @@ class Liveness(Protocol):
         many."""
         ...
 
-    def release_stale_locks(self, now: datetime, ttl: timedelta) -> int:
+    def release_stale_locks(self, now: datetime, ttl: timedelta, *,
+                            keep: Collection[int] = ()) -> int:
         """Drop the locks of nodes that are dead (see :meth:`dead_nodes`) or have no node
-        row at all (crashed or stopped); how many."""
+        row at all (crashed or stopped); how many. The locks of the executions in
+        ``keep`` stay: they are released when those rows are closed."""
         ...
 
     def orphaned_executions(self) -> list[ExecutionRecord]:

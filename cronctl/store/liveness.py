@@ -49,9 +49,10 @@ BEAT_INTERVAL = 0.5  # seconds: how often a live node heartbeats on PostgreSQL
 
 _DEAD = pg_dead(lambda name: f":{name}")
 PG_RELEASE_STALE = sa.text(
-    f"WITH {PG_HELD} DELETE FROM guard_locks WHERE node_id NOT IN "
+    f"WITH {PG_HELD} DELETE FROM guard_locks WHERE (node_id NOT IN "
     "(SELECT node_id FROM scheduler_nodes) OR node_id IN "
-    f"(SELECT n.node_id FROM scheduler_nodes n WHERE {_DEAD})")
+    f"(SELECT n.node_id FROM scheduler_nodes n WHERE {_DEAD})) "
+    "AND execution_id <> ALL(CAST(:keep AS BIGINT[]))")
 PG_RELEASE_STALE_WAITERS = sa.text(
     f"WITH {PG_HELD} DELETE FROM group_waiters WHERE node_id NOT IN "
     "(SELECT node_id FROM scheduler_nodes) OR node_id IN "

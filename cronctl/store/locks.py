@@ -3,7 +3,7 @@ execution row in one transaction and released with its final status."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 
 import sqlalchemy as sa
@@ -53,10 +53,12 @@ class GuardLocks(SqlConnection):
             return int(conn.execute(
                 sa.delete(guard_locks).where(guard_locks.c.node_id == node_id)).rowcount)
 
-    def release_stale_locks(self, now: datetime, ttl: timedelta) -> int:
+    def release_stale_locks(self, now: datetime, ttl: timedelta, *,
+                            keep: Collection[int] = ()) -> int:
         at = require_aware(now, "now")
         with self._write() as conn:
-            return release_stale(conn, self.engine.dialect.name == "postgresql", at, ttl)
+            return release_stale(conn, self.engine.dialect.name == "postgresql", at, ttl,
+                                 keep=sorted(keep))
 
     def orphaned_executions(self) -> list[ExecutionRecord]:
         with self._raw_read() as cur:

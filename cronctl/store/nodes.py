@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -44,18 +45,22 @@ def _judged(conn: Connection, pg: bool, now: datetime, ttl: timedelta
         cur.close()
 
 
-def release_stale(conn: Connection, pg: bool, now: datetime, ttl: timedelta) -> int:
+def release_stale(conn: Connection, pg: bool, now: datetime, ttl: timedelta, *,
+                  keep: Sequence[int] = ()) -> int:
     """Drop the guard locks (and group waiters) of nodes that are dead or have no node
-    row, in the caller's
-    write transaction (SQLite: its write lock keeps a dead node from registering again
-    between the judgement and the delete; PostgreSQL: one statement)."""
+    row, but not the locks of the executions in ``keep``, in the caller's write
+    transaction (SQLite: its write lock keeps a dead node from registering again between
+    the judgement and the delete; PostgreSQL: one statement)."""
     if pg:
         conn.execute(PG_RELEASE_STALE_WAITERS, pg_params(ttl))
-        return int(conn.execute(PG_RELEASE_STALE, pg_params(ttl)).rowcount)
+        return int(conn.execute(PG_RELEASE_STALE, {**pg_params(ttl),
+                                                   "keep": list(keep)}).rowcount)
     live = [n.node_id for n, dead in _judged(conn, pg, now, ttl) if not dead]
     conn.execute(sa.delete(group_waiters).where(group_waiters.c.node_id.not_in(live)))
-    return int(conn.execute(
-        sa.delete(guard_locks).where(guard_locks.c.node_id.not_in(live))).rowcount)
+    locks = sa.delete(guard_locks).where(guard_locks.c.node_id.not_in(live))
+    if keep:
+        locks = locks.where(guard_locks.c.execution_id.not_in(keep))
+    return int(conn.execute(locks).rowcount)
 
 
 class Nodes(SqlConnection):

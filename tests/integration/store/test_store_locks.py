@@ -175,6 +175,22 @@ def test_recovery_releases_locks_of_nodes_that_are_gone(store: Store) -> None:
     assert store.guard_locks() == []
 
 
+def test_the_locks_of_attempts_handed_to_recovery_stay_until_closed(store: Store) -> None:
+    # A dead node's running attempt keeps its job held until recovery closes it (lost):
+    # a newer fire cannot take the job in between (SPEC section 4, single_instance).
+    [kept] = store.insert_guarded([row("k", node="n3", locks=(job_lock("k"),))])
+    store.insert_guarded([row("f", node="n3", locks=(job_lock("f"),))])
+    assert isinstance(kept, int)
+    assert store.release_stale_locks(T0 + timedelta(seconds=1), TTL, keep=[kept]) == 1
+    assert [(g.key, g.execution_id) for g in store.guard_locks()] == [(job_lock("k"), kept)]
+    [newer] = store.insert_guarded([row("k", T0 + timedelta(minutes=1), node="n1",
+                                        locks=(job_lock("k"),))])
+    assert newer == job_lock("k")  # still held
+    assert store.transition(kept, S.RUNNING, S.LOST, finished_at=T0)
+    assert store.guard_locks() == []
+    assert store.release_stale_locks(T0 + timedelta(seconds=2), TTL, keep=[kept]) == 0
+
+
 def test_orphaned_executions_of_a_stopped_node(store: Store) -> None:
     store.register_node("n1", "h", 1, T0, ttl=TTL)
     store.register_node("n2", "h", 2, T0, ttl=TTL)
