@@ -18,7 +18,14 @@ from cronctl.cron import CronExpression, CronSyntaxError, parse_cron
 from cronctl.durations import MAX_DURATION, MAX_DURATION_TEXT
 from cronctl.jobs import checks, sandbox
 from cronctl.jobs.calendar import Calendar
-from cronctl.jobs.convert import JOB_KEYS, SIMPLE, BadValue, to_command, to_text
+from cronctl.jobs.convert import (
+    JOB_KEY_ALIASES,
+    JOB_KEYS,
+    SIMPLE,
+    BadValue,
+    to_command,
+    to_text,
+)
 from cronctl.jobs.model import (
     DEFAULT_AFTER_TIMEOUT,
     DEFAULT_KILL_TIMEOUT,
@@ -141,7 +148,7 @@ def build_job(raw: RawJob, ctx: BuildContext) -> BuildResult:
     failed: set[str] = set()  # keys whose value could not be read
     for key, value in values.items():
         if key not in JOB_KEYS:
-            violation(key, f"unknown key{did_you_mean(key, JOB_KEYS)}")
+            violation(key, f"unknown key{did_you_mean(key, JOB_KEYS, JOB_KEY_ALIASES)}")
             continue
         convert = SIMPLE.get(key) or sandbox.SIMPLE.get(key)
         if convert is None:

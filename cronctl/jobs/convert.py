@@ -42,6 +42,44 @@ JOB_KEYS = (
     "calendar", "after", "after_timeout",
 )
 
+# What other schedulers (crontab, systemd timers, Kubernetes CronJobs, APScheduler, CI
+# and workflow tools) call a job key, in snake case: an unknown key names ours.
+JOB_KEY_ALIASES = {
+    "schedule": "cron", "crontab": "cron", "cron_expression": "cron", "on_calendar": "cron",
+    "interval": "every", "period": "every", "on_unit_active_sec": "every",
+    "tz": "timezone", "time_zone": "timezone", "zone": "timezone", "cron_tz": "timezone",
+    "func": "target", "function": "target", "handler": "target", "callable": "target",
+    "cmd": "command", "exec": "command", "exec_start": "command", "args": "command",
+    "argv": "command", "run": "command", "script": "command",
+    "disabled": "enabled", "suspend": "enabled", "active": "enabled",
+    "concurrency_policy": "overlap_policy", "max_instances": "overlap_policy",
+    "concurrency": "overlap_policy", "overlap": "overlap_policy",
+    "misfire_grace_time": "misfire_threshold", "starting_deadline_seconds":
+    "misfire_threshold", "grace_time": "misfire_threshold",
+    "coalesce": "misfire_policy", "persistent": "misfire_policy", "catchup": "misfire_policy",
+    "retries": "max_attempts", "max_retries": "max_attempts", "attempts": "max_attempts",
+    "backoff_limit": "max_attempts", "retry": "max_attempts",
+    "retry_delay": "retry_backoff", "backoff": "retry_backoff",
+    "active_deadline_seconds": "timeout", "time_limit": "timeout",
+    "execution_timeout": "timeout", "runtime_max_sec": "timeout",
+    "timeout_stop_sec": "kill_timeout", "termination_grace_period_seconds": "kill_timeout",
+    "grace_period": "kill_timeout", "stop_timeout": "kill_timeout",
+    "randomized_delay_sec": "jitter", "randomized_delay": "jitter", "splay": "jitter",
+    "environment": "env", "env_vars": "env", "variables": "env",
+    "working_directory": "cwd", "working_dir": "cwd", "workdir": "cwd", "dir": "cwd",
+    "directory": "cwd", "chdir": "cwd",
+    "run_as": "user", "username": "user", "run_as_user": "user",
+    "kwargs": "parameters", "params": "parameters", "arguments": "parameters",
+    "depends_on": "after", "dependencies": "after", "requires": "after", "needs": "after",
+    "upstream": "after", "wait_for": "after",
+    "lock": "serial_group", "mutex": "serial_group",
+    "holidays": "calendar", "exclude": "calendar",
+    "sla": "late_after",
+    "mailto": "notify", "mail_to": "notify", "alerts": "notify", "on_failure": "notify",
+    "resources": "limits", "memory_max": "limits", "memory_limit": "limits",
+    "comment": "description", "desc": "description", "help": "description",
+}
+
 
 class BadValue(ValueError):
     """A value of the wrong type or out of range; the message is one line."""

@@ -9,8 +9,9 @@ from __future__ import annotations
 import difflib
 import importlib
 import os
+import re
 import traceback
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,9 +43,20 @@ class Violation:
                 "message": redact(self.message)}
 
 
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """`` (did you mean 'x'?)`` for the closest choice, or an empty string."""
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def did_you_mean(word: str, choices: Iterable[str],
+                 aliases: Mapping[str, str] | None = None) -> str:
+    """`` (did you mean 'x'?)`` for the closest choice, or an empty string. ``aliases``:
+    what other tools call a choice (``depends_on`` for ``after``), looked up with the word
+    in snake case (``maxAttempts``, ``max-attempts`` are ``max_attempts``)."""
     options = list(choices)
+    snake = _CAMEL.sub("_", word).lower().replace("-", "_")
+    if snake in options:
+        return f" (did you mean {snake!r}?)"
+    if aliases and snake in aliases:
+        return f" (did you mean {aliases[snake]!r}?)"
     close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
     if not close and len(word) >= 3:
         # A prefix ("single" for "single_instance") is as telling as a typo.

@@ -8,12 +8,23 @@ from pathlib import Path
 import pytest
 from jobs_helpers import Load, WriteJob
 
+from cronctl.jobs.convert import JOB_KEY_ALIASES, JOB_KEYS
+
 OK = 'cron = "0 * * * * *"\ncommand = ["true"]\n'
 
 # (test id, job table body, key of the violation, text the message must contain)
 RULES = [
     ("unknown-key", OK + 'corn = "x"\n', "corn", "did you mean 'cron'"),
     ("unknown-key-no-match", OK + 'zzz = 1\n', "zzz", "unknown key"),
+    # What other schedulers call a key: ours is named.
+    ("unknown-key-other-tools-name", OK + 'depends_on = ["a"]\n', "depends_on",
+     "did you mean 'after'"),
+    ("unknown-key-camel-case-alias", OK + 'concurrencyPolicy = "Forbid"\n',
+     "concurrencyPolicy", "did you mean 'overlap_policy'"),
+    ("unknown-key-camel-case", OK + 'maxAttempts = 2\n', "maxAttempts",
+     "did you mean 'max_attempts'"),
+    ("unknown-key-kebab-case", OK + 'kill-timeout = "5s"\n', "kill-timeout",
+     "did you mean 'kill_timeout'"),
     ("bad-cron-range", 'cron = "61 * * * * *"\ncommand = ["true"]\n', "cron",
      "second field: 61 is out of range 0-59"),
     ("bad-cron-fields", 'cron = "* * *"\ncommand = ["true"]\n', "cron", ""),
@@ -380,3 +391,9 @@ def test_a_module_not_found_names_no_location_inside_python(write: WriteJob, loa
                          "No module named 'issue24_no_such_mod'")
     assert b.message.endswith(f"No module named 'issue24_missing_dep' "
                               f"({mods / 'issue24_user_mod.py'}:1)"), b.message
+
+
+def test_every_alias_names_a_job_key_and_shadows_none() -> None:
+    assert set(JOB_KEY_ALIASES.values()) <= set(JOB_KEYS)
+    assert not set(JOB_KEY_ALIASES) & set(JOB_KEYS)
+    assert all(alias == alias.lower() and "-" not in alias for alias in JOB_KEY_ALIASES)
