@@ -21,11 +21,9 @@ def _row(at: datetime, node: str, status: ExecutionStatus = S.RUNNING) -> NewExe
                         locks=(job_lock("long"),))
 
 
-def test_a_dead_nodes_running_attempt_keeps_its_job_held_until_recovered(
-        store: Store) -> None:
-    store.register_node("gone", "elsewhere", 2, T0, ttl=timedelta(seconds=30))
-    [running] = store.insert_guarded([_row(T0, "gone")])
-    assert isinstance(running, int)
+def _judged_by_n1(store: Store) -> list[list[ExecutionRecord]]:
+    """One judgement by node n1 a day later (every other node is dead); what it handed
+    to recovery."""
     handed: list[list[ExecutionRecord]] = []
     liveness = Liveness(
         store, node_id="n1", ttl=timedelta(0), beat_every=1.0,
@@ -33,6 +31,15 @@ def test_a_dead_nodes_running_attempt_keeps_its_job_held_until_recovered(
         recover=lambda rows, ends: handed.append(list(rows)),
         unavailable=lambda exc: None, down=lambda: False)
     liveness.check()
+    return handed
+
+
+def test_a_dead_nodes_running_attempt_keeps_its_job_held_until_recovered(
+        store: Store) -> None:
+    store.register_node("gone", "elsewhere", 2, T0, ttl=timedelta(seconds=30))
+    [running] = store.insert_guarded([_row(T0, "gone")])
+    assert isinstance(running, int)
+    handed = _judged_by_n1(store)
     assert [[r.id for r in rows] for rows in handed] == [[running]]
     # Until recovery closes it, the job stays held: a newer fire finds it taken.
     assert [g.execution_id for g in store.guard_locks()] == [running]
@@ -42,17 +49,11 @@ def test_a_dead_nodes_running_attempt_keeps_its_job_held_until_recovered(
 
 
 def test_a_dead_nodes_other_locks_are_released(store: Store) -> None:
-    # A pending row (never started) and a finished one's leftover lock are not held for
-    # recovery: the pending row's own claim takes its lock again.
+    # A pending row (never started) does not keep its lock for recovery: its own claim
+    # takes the lock again, and would find it held by itself.
     store.register_node("gone", "elsewhere", 2, T0, ttl=timedelta(seconds=30))
     [pending] = store.insert_guarded([_row(T0, "gone", S.PENDING)])
     assert isinstance(pending, int)
-    handed: list[list[ExecutionRecord]] = []
-    liveness = Liveness(
-        store, node_id="n1", ttl=timedelta(0), beat_every=1.0,
-        clock=lambda: T0 + timedelta(days=1), jobs=dict, heartbeat=lambda: None,
-        recover=lambda rows, ends: handed.append(list(rows)),
-        unavailable=lambda exc: None, down=lambda: False)
-    liveness.check()
+    handed = _judged_by_n1(store)
     assert [[r.id for r in rows] for rows in handed] == [[pending]]
     assert store.guard_locks() == []
