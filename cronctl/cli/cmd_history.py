@@ -17,6 +17,7 @@ from cronctl import argtypes
 from cronctl.cli.options import global_options
 from cronctl.cli.shared import (
     complete_job_ids,
+    complete_statuses,
     escape_for_terminal,
     fenced_note,
     iso_z,
@@ -137,7 +138,7 @@ def history(
     status: Annotated[str | None, typer.Option(
         "--status", help="Only these statuses (comma-separated): pending, running, succeeded, "
         "failed, abandoned, cancelled, dead_letter, lost; 'skipped' lists skip records (planned "
-        "instants that did not run, with the reason).")] = None,
+        "instants that did not run, with the reason).", autocompletion=complete_statuses)] = None,
     since: Annotated[str | None, typer.Option(
         "--since", help="Planned at or after T: ISO 8601 or relative (2h, 3d).")] = None,
     until: Annotated[str | None, typer.Option(

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from cronctl.cli.options import global_options
+from cronctl.cli.shared import complete_zones
 from cronctl.errors import CronctlError, UsageError
 from cronctl.escaping import printable
 
@@ -150,7 +151,7 @@ def import_crontab(
     force: Annotated[bool, typer.Option(
         "--force", help="Overwrite the job file if it exists.")] = False,
     tz: Annotated[str | None, typer.Option(
-        "--tz", metavar="ZONE",
+        "--tz", metavar="ZONE", autocompletion=complete_zones,
         help="Zone of the lines before any CRON_TZ/TZ (cron used local time). Default: "
              "this machine's zone ($TZ, /etc/localtime), else UTC.")] = None,
     system: Annotated[bool | None, typer.Option(

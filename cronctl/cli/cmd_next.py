@@ -17,7 +17,7 @@ import typer
 
 from cronctl import argtypes
 from cronctl.cli.options import global_options
-from cronctl.cli.shared import iso_z
+from cronctl.cli.shared import complete_zones, iso_z
 from cronctl.views.next import (
     MAX_COUNT,
     MAX_LEFT_OUT,
@@ -183,7 +183,7 @@ def next_command(
         help="Search after T instead of now: ISO 8601 (no offset = in --tz), or relative "
              "to now: '2h' / '+2h' = two hours from now, '-1d' = a day ago.")] = None,
     tz: Annotated[str | None, typer.Option(
-        "--tz", metavar="ZONE",
+        "--tz", metavar="ZONE", autocompletion=complete_zones,
         help="IANA time zone the expression is matched in (default UTC; for a job, its "
              "own zone).")] = None,
     hash_id: Annotated[str | None, typer.Option(

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from cronctl.cli.options import global_options
-from cronctl.cli.shared import check_all
+from cronctl.cli.shared import check_all, complete_choices
 from cronctl.errors import UsageError
 from cronctl.options import GlobalOptions
 
@@ -35,7 +35,8 @@ def _level(options: GlobalOptions) -> int:
 def run(
     ctx: typer.Context,
     log_format: Annotated[str, typer.Option(
-        "--log-format", help="Log lines on stderr: 'text' or 'json' (one object per line).")
+        "--log-format", help="Log lines on stderr: 'text' or 'json' (one object per line).",
+        autocompletion=complete_choices("text", "json"))
     ] = "text",
 ) -> None:
     """Run the scheduler in the foreground until SIGTERM or SIGINT."""

@@ -11,6 +11,7 @@ modules at the top; the config, the jobs and the store load inside the functions
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -190,6 +191,34 @@ def escape_for_terminal(text: str) -> str:
 
 
 # --- shell completion ------------------------------------------------------------------
+
+
+def complete_choices(*choices: str) -> Callable[[str], list[str]]:
+    """A shell completer for an option that takes one of a few fixed words."""
+
+    def complete(incomplete: str) -> list[str]:
+        return [choice for choice in choices if choice.startswith(incomplete)]
+
+    return complete
+
+
+def complete_statuses(incomplete: str) -> list[str]:
+    """``--status`` takes a comma-separated list: complete its last word, keeping the
+    words before it, and offer only statuses not given yet."""
+    from cronctl.jobs.model import ExecutionStatus
+
+    given, _, last = incomplete.rpartition(",")
+    taken = set(given.split(",")) if given else set()
+    words = [status.value for status in ExecutionStatus] + ["skipped"]
+    prefix = f"{given}," if given else ""
+    return [prefix + word for word in words if word.startswith(last) and word not in taken]
+
+
+def complete_zones(incomplete: str) -> list[str]:
+    """IANA zone names for ``--tz`` that start with what was typed."""
+    from zoneinfo import available_timezones
+
+    return sorted(zone for zone in available_timezones() if zone.startswith(incomplete))
 
 
 def complete_job_ids(ctx: Any, incomplete: str) -> list[str]:

@@ -91,3 +91,16 @@ def test_show_completion_refuses_an_unknown_shell(tmp_path: Path) -> None:
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr == ("error: --show-completion: unknown shell 'nosuchshell'; one of bash, "
                           "zsh, fish, powershell, pwsh\n")
+
+
+def test_enumerated_options_complete_their_values(config: Path) -> None:
+    cwd = config.parent
+    assert complete("bash", "cronctl run --log-format ", cwd).split() == ["text", "json"]
+    assert complete("bash", "cronctl run --log-format j", cwd).split() == ["json"]
+    # --status takes a comma-separated list: the last word completes, given ones drop out
+    assert complete("bash", "cronctl history --status dead", cwd).split() == ["dead_letter"]
+    assert complete("bash", "cronctl history --status failed,s", cwd).split() == [
+        "failed,succeeded", "failed,skipped"]
+    assert "Europe/Helsinki" in complete("bash", "cronctl next 1h --tz Europe/Hel", cwd).split()
+    assert "America/New_York" in complete(
+        "bash", "cronctl import-crontab x --tz America/New", cwd).split()

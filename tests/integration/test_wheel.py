@@ -42,7 +42,7 @@ def test_installed_wheel_runs_db_upgrade_and_current(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for shipped in ("cronctl/serve/templates/base.html", "cronctl/serve/templates/jobs.html",
                     "cronctl/serve/static/style.css", "cronctl/serve/static/live.js",
-                    "cronctl/_migrations/versions/0013_audit.py"):
+                    "cronctl/_migrations/versions/0013_audit.py", "cronctl/py.typed"):
         assert shipped in names, shipped  # cronctl serve's pages come with the package
 
     env_dir = tmp_path / "venv"
@@ -84,10 +84,45 @@ def test_installed_wheel_runs_db_upgrade_and_current(tmp_path: Path) -> None:
     doc = json.loads(current.stdout)
     assert (doc["current"], doc["head"], doc["up_to_date"]) == (HEAD, HEAD, True)
 
+    _check_typed_for_users(python, tmp_path)
+
     # The man pages come with the wheel, and man(1) finds them from PATH.
     assert (env_dir / "share" / "man" / "man1" / "cronctl.1").is_file()
     assert (env_dir / "share" / "man" / "man5" / "cronctl.toml.5").is_file()
     _check_man_and_unit(env_dir, cronctl, tmp_path)
+
+
+USER_FILE = """\
+from cronctl import JobContext, cron_job, operation, service
+
+
+@service(namespace="billing", name="invoices")
+class Invoices:
+    @operation("send-reminders")
+    @cron_job(id="invoices.reminders", cron="0 0 9 * * MON-FRI", timezone="Europe/Berlin")
+    def send_reminders(self, ctx: JobContext) -> None:
+        ctx.log.info("sending reminders for %s", ctx.scheduled_at.isoformat())
+        ctx.progress(1, 2, "half way")
+        if ctx.is_cancelled():
+            return
+
+
+def plain(ctx: JobContext) -> int:
+    return ctx.attempt + len(ctx.job_id)
+"""
+
+
+def _check_typed_for_users(python: Path, tmp_path: Path) -> None:
+    """A user's module that imports the public API passes ``mypy --strict`` against the
+    installed wheel: the package is marked typed (``py.typed``), so mypy reads its
+    annotations instead of calling every import untyped."""
+    user = tmp_path / "user_service.py"
+    user.write_text(USER_FILE)
+    checked = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental",
+         "--python-executable", str(python), str(user)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 def _check_man_and_unit(env_dir: Path, cronctl: str, tmp_path: Path) -> None:
