@@ -66,7 +66,7 @@ class JobLine:
         """Percent of the ended attempts that succeeded (None: none ended)."""
         if not self.finished:
             return None
-        return int(100 * self.succeeded / self.finished)
+        return round(100 * self.succeeded / self.finished)
 
     def matches(self, query: str) -> bool:
         """``query`` (lower case) in the job's id or description."""
