@@ -23,11 +23,13 @@ if TYPE_CHECKING:
     from cronctl.jobs.model import JobDefinition
     from cronctl.jobs.violation import Violation
     from cronctl.store.base import Reads
-    from cronctl.store.records import ExecutionRecord
+    from cronctl.store.records import ExecutionRecord, ScheduleState
     from cronctl.views.attention import Attention, Late
     from cronctl.views.jobs import ListRow
 
-RECENT = 6  # newest rows read per job: a retry waiting has its failed attempt behind it
+# Newest rows read per job: what attention judges by, and a waiting retry's failed
+# attempt is right behind it.
+RECENT = 5
 # The states a job line can be in, most pressing first (the filter offers them in this order).
 STATES = ("failed", "retrying", "late", "missed", "running", "ok", "never", "idle", "paused",
           "disabled")
@@ -95,23 +97,24 @@ class Board:
 
 def build_board(config: Config, jobs: Sequence[JobDefinition], store: Reads | None,
                 now: datetime, violations: Sequence[Violation] = ()) -> Board:
-    from cronctl.store.status import statuses_from
     from cronctl.views.attention import attention
     from cronctl.views.jobs import list_rows
     from cronctl.views.status import HEARTBEAT_TTL_FACTOR
 
     ids = [job.id for job in jobs]
-    statuses = statuses_from(store, ids) if store is not None else None
-    rows = list_rows(config, jobs, now, statuses)
     enabled = [job for job in jobs if job.enabled]
     if store is None:
+        rows = list_rows(config, jobs, now, None)
         return Board([_line(row, None, [], [], now) for row in rows], (),
                      strips(enabled, None, now), -1, violations)
     schedules = store.list_schedules()
+    recent = store.recent_executions(ids, RECENT)
+    # last status and paused flag from the rows read anyway (no read of their own)
+    rows = list_rows(config, jobs, now, _Statuses(recent, schedules))
     slots = strips(enabled, store, now, schedules)
     live = store.live_nodes(now, config.heartbeat_interval * HEARTBEAT_TTL_FACTOR)
-    seen = attention(store, jobs, schedules, now, live=[n.node_id for n in live])
-    recent = store.recent_executions(ids, RECENT)
+    seen = attention(store, jobs, schedules, now, live=[n.node_id for n in live],
+                     recent=recent)
     late = {x.job: x for x in seen.late}
     lines = [_line(row, late.get(row.id), recent.get(row.id, []), slots.get(row.id, []),
                    now) for row in rows]
@@ -120,6 +123,23 @@ def build_board(config: Config, jobs: Sequence[JobDefinition], store: Reads | No
     for line in lines:
         counts[line.state] = counts.get(line.state, 0) + 1
     return Board(lines, concerns, slots, len(live), violations, counts)
+
+
+class _Statuses:
+    """What :func:`cronctl.views.jobs.list_rows` asks of the store, from the newest
+    executions and the schedule rows."""
+
+    def __init__(self, recent: Mapping[str, Sequence[ExecutionRecord]],
+                 schedules: Sequence[ScheduleState]) -> None:
+        self._recent = recent
+        self._paused = {s.job_id for s in schedules if s.paused}
+
+    def last_status(self, job_id: str) -> str | None:
+        newest = self._recent.get(job_id)
+        return newest[0].status.value if newest else None
+
+    def is_paused(self, job_id: str) -> bool:
+        return job_id in self._paused
 
 
 def _line(row: ListRow, late: Late | None, recent: Sequence[ExecutionRecord],

@@ -91,7 +91,8 @@ def job_page(job_id: str, request: Request, at: str | None = None,
         skips = read_history(ctx.store, config, job=job.id, status="skipped", since=None,
                              until=None, limit=HISTORY_PAGE)
         older = encode_cursor(history[-1]) if len(history) == HISTORY_PAGE else None
-        return {"job": job, "row": line.row, "line": line, "next": nexts, "why": why, "why_error": why_error,
+        return {"job": job, "row": line.row, "line": line, "next": nexts, "why": why,
+                "why_error": why_error,
                 "at": at or "", "history": [e.doc for e in history], "older": older,
                 "skips": [e.doc for e in skips],
                 "strip": board.strips.get(job.id),
