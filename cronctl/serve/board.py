@@ -107,7 +107,11 @@ def build_board(config: Config, jobs: Sequence[JobDefinition], store: Reads | No
         rows = list_rows(config, jobs, now, None)
         return Board([_line(row, None, [], [], now) for row in rows], (),
                      strips(enabled, None, now), -1, violations)
-    schedules = store.list_schedules()
+    if len(jobs) == 1:  # a job's page: its own row, not every job's definition
+        one = store.get_schedule(jobs[0].id)
+        schedules = [one] if one is not None else []
+    else:
+        schedules = store.list_schedules()
     recent = store.recent_executions(ids, RECENT)
     # last status and paused flag from the rows read anyway (no read of their own)
     rows = list_rows(config, jobs, now, _Statuses(recent, schedules))
