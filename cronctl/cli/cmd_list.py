@@ -87,7 +87,7 @@ def _statuses(checked: Any) -> JobStatusSource | None:
     config = checked.config
     try:
         return read_statuses(
-            config.database, [job.id for job in checked.result.jobs], node_id=config.node_id
+            config.database, [job.id for job in checked.result.shown], node_id=config.node_id
         )
     except StoreError as exc:
         typer.echo(printable(f"warning: {exc}; last status and paused flags not shown"),
@@ -105,23 +105,26 @@ def list_jobs(
     options = global_options(ctx)
     now = datetime.now(UTC)
     checked = check_all(options, now=now, cached=True)
-    if checked.violations:
-        for violation in checked.violations:
-            typer.echo(str(violation), err=True)
-        typer.echo(f"error: {len(checked.violations)} violation(s); fix them (see "
-                   "'cronctl validate') before listing", err=True)
-        raise typer.Exit(1)
+    # One bad file does not hide the others: the valid jobs are listed (a running
+    # scheduler keeps its last good set), the violations go to stderr, the exit is 1.
+    for violation in checked.violations:
+        typer.echo(str(violation), err=True)
     from cronctl.heap import collector_paused
 
     # 100,000 rows, all alive until printed: no collection walks them meanwhile
     with collector_paused():
-        rows = list_rows(checked.config, checked.result.jobs, now, _statuses(checked))
+        rows = list_rows(checked.config, checked.result.shown, now, _statuses(checked))
         if as_json:
             typer.echo(list_document_text(rows))
         elif not rows:
-            typer.echo("no jobs")
+            typer.echo("no valid jobs" if checked.violations else "no jobs")
         else:
             Output(color=options.color, wide=wide).table(table(rows, now))
+    if checked.violations:
+        typer.echo(f"error: {len(checked.violations)} violation(s); the jobs listed are the "
+                   "valid ones (a running scheduler keeps its last valid set until they are "
+                   "fixed; see 'cronctl validate')", err=True)
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

@@ -143,13 +143,14 @@ def status(
     loaded = load_jobs(config.job_settings, now=now, state_dir=config.state_dir)
     warnings: list[str] = []
     if loaded.violations:
-        # The running schedulers keep their last valid configuration: still show the
-        # nodes and executions, just not the next fires of a configuration that cannot run.
-        warnings.append(f"{len(loaded.violations)} violation(s) in the job definitions; next "
-                        "fires not shown (see 'cronctl validate')")
+        # The running schedulers keep their last valid set: the valid jobs' next fires
+        # and what needs attention are still shown, with the first problem named.
+        more = len(loaded.violations) - 1
+        warnings.append(f"{loaded.violations[0]}" + (f" (and {more} more)" if more else "")
+                        + "; the jobs shown are the valid ones (see 'cronctl validate')")
     store = None if config.in_memory else reader_for(config)
     try:
-        result = collect(config, store, loaded.jobs, now, warnings)
+        result = collect(config, store, loaded.shown, now, warnings)
     finally:
         if store is not None:
             store.close()

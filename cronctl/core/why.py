@@ -126,11 +126,15 @@ def explain(
     tracked: bool,
     first_seen: datetime | None = None,
     calendar: str | None = None,
+    scheduled: bool = True,
 ) -> Verdict:
     """The outcome of ``planned`` (the instant :func:`planned_at_or_before` found for
     ``at``, or None if there is none). ``first_seen``: when a scheduler first had the job
     on this database; nothing before it was planned (None: unknown). ``calendar``: which
-    calendar of the job excludes ``planned`` and why (SPEC section 8), when one does."""
+    calendar of the job excludes ``planned`` and why (SPEC section 8), when one does.
+    ``scheduled``: False when no scheduler ever had the job on this database (it has no
+    schedule row): a new job is planned from when a scheduler first has it, never
+    before, so its past instants were not planned (the dashboard's strip says the same)."""
     if planned is None:
         return not_planned(job, f"job {job.id} has no planned instant at or before "
                                 f"{_fmt(at)} (within 4 years)", "no_match")
@@ -148,6 +152,10 @@ def explain(
         return Verdict(Outcome.NOT_PLANNED, planned, "not_yet_scheduled", lead + (
             f"the job did not exist yet: a scheduler first had {job.id} at "
             f"{_fmt(first_seen)}, and nothing of it was planned before that"))
+    if not scheduled and tracked and planned <= now:
+        return Verdict(Outcome.NOT_PLANNED, planned, "not_yet_scheduled", lead + (
+            f"no scheduler has had {job.id} on this database yet: a new job is planned "
+            "from when one first has it, and nothing of it was planned before that"))
     if planned > now:
         if calendar is not None:
             return Verdict(Outcome.FUTURE, planned, "calendar", lead + (

@@ -34,12 +34,24 @@ _TARGET_KEYS = ("target", "command")
 @dataclass(frozen=True)
 class LoadResult:
     """The validated jobs (empty when any violation exists: nothing is registered then),
-    every violation, every warning, and how many job definitions were seen."""
+    every violation, every warning, and how many job definitions were seen.
+
+    ``valid``: the jobs that validated, also when others did not. A scheduler refuses a
+    set with violations (at start) or keeps its last good one (on SIGHUP), so one typo
+    in one file must not make the commands and pages that only *show* jobs say there
+    are none: they show these beside the violations (``jobs`` when there are none)."""
 
     jobs: tuple[JobDefinition, ...]
     violations: tuple[Violation, ...]
     warnings: tuple[Violation, ...]
     defined: int = 0
+    valid: tuple[JobDefinition, ...] = ()
+
+    @property
+    def shown(self) -> tuple[JobDefinition, ...]:
+        """What a read-only view lists: every job when the set is valid, else the jobs
+        that validated (see ``valid``)."""
+        return self.jobs if not self.violations else self.valid
 
     @property
     def ok(self) -> bool:
@@ -80,7 +92,10 @@ def load_jobs(
     """
     loaded = _load(settings, now=now, registry=registry, state_dir=state_dir)
     if loaded.violations:
-        return LoadResult((), tuple(loaded.violations), tuple(loaded.warnings), loaded.defined)
+        valid = tuple(sorted((job for job in loaded.built.values()
+                              if job.id not in loaded.failed), key=lambda job: job.id))
+        return LoadResult((), tuple(loaded.violations), tuple(loaded.warnings), loaded.defined,
+                          valid)
     set_default_registry(loaded.registry)
     jobs = tuple(sorted(loaded.built.values(), key=lambda job: job.id))
     return LoadResult(jobs, (), tuple(loaded.warnings), loaded.defined)

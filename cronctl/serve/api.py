@@ -200,8 +200,7 @@ def get_status(request: Request) -> dict[str, Any]:
         warnings = []
         if loaded.violations:
             warnings.append(f"{len(loaded.violations)} violation(s) in the job definitions")
-        return collect(loaded.config, ctx.store, loaded.jobs if not loaded.violations else [],
-                       now, warnings).to_json()
+        return collect(loaded.config, ctx.store, loaded.jobs, now, warnings).to_json()
 
     return ctx.bounded(work)
 

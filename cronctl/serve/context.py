@@ -81,7 +81,9 @@ class ServeContext:
 
         read = read_config(self.options)
         result = load_jobs(read.config.job_settings, now=now)
-        loaded = Loaded(read.config, result.jobs, (*read.violations, *result.violations))
+        # The valid jobs even when others are not: one bad file must not make every page say
+        # there are no jobs (the violations are shown above them).
+        loaded = Loaded(read.config, result.shown, (*read.violations, *result.violations))
         with self._lock:
             self._loaded = (time.monotonic(), loaded)
         return loaded

@@ -21,7 +21,6 @@ from cronctl.serve import api
 from cronctl.serve.auth import LOOPBACK_NAME, TOKEN_COOKIE, Unauthorized
 from cronctl.serve.guard import context, principal
 from cronctl.serve.render import page
-from cronctl.serve.strip import strips
 from cronctl.views import actions
 from cronctl.views.history import decode_cursor, encode_cursor, read_history
 
@@ -38,23 +37,26 @@ def _back(path: str, notice: str) -> RedirectResponse:
 
 
 @router.get("/", response_class=HTMLResponse)
-def jobs_page(request: Request) -> Response:
+def jobs_page(request: Request, q: str = "", state: str = "") -> Response:
+    """What needs attention, then the jobs; ``q`` (in the id or the description) and
+    ``state`` filter the jobs (a GET form: it works without JavaScript)."""
+    from cronctl.serve.board import STATES, build_board
+
     principal(request)
     ctx = context(request)
     now = datetime.now(UTC)
 
-    def work() -> dict[str, Any]:
-        from cronctl.store.status import statuses_from
-        from cronctl.views.jobs import list_rows
-
+    def work() -> Any:
         loaded = ctx.loaded(now)
-        statuses = statuses_from(ctx.store, [job.id for job in loaded.jobs])
-        rows = list_rows(loaded.config, loaded.jobs, now, statuses)
-        enabled = [job for job in loaded.jobs if job.enabled]
-        return {"rows": rows, "strips": strips(enabled, ctx.store, now),
-                "violations": loaded.violations}
+        return build_board(loaded.config, loaded.jobs, ctx.store, now, loaded.violations)
 
-    return page(request, "jobs.html", **ctx.bounded(lambda: ctx.shared("jobs page", work)))
+    board = ctx.bounded(lambda: ctx.shared("jobs page", work))
+    query = q.strip().lower()
+    wanted = state if state in STATES else ""
+    lines = [line for line in board.lines if (not query or line.matches(query))
+             and (not wanted or line.state == wanted)]
+    return page(request, "jobs.html", board=board, lines=lines, q=q.strip(), state=wanted,
+                states=STATES)
 
 
 @router.get("/jobs/{job_id}", response_class=HTMLResponse)
@@ -66,14 +68,14 @@ def job_page(job_id: str, request: Request, at: str | None = None,
     before = decode_cursor(cursor) if cursor else None
 
     def work() -> dict[str, Any]:
-        from cronctl.store.status import statuses_from
-        from cronctl.views.jobs import list_rows
+        from cronctl.serve.board import build_board
         from cronctl.views.next import job_target, next_fires, to_json
         from cronctl.views.why import decide, why_document
 
         job = ctx.job(job_id, now)
         config = ctx.loaded(now).config
-        [row] = list_rows(config, [job], now, statuses_from(ctx.store, [job.id]))
+        board = build_board(config, [job], ctx.store, now)
+        [line] = board.lines
         target = job_target(job)
         nexts = to_json(target, now, next_fires(target, now, 10))
         why = why_error = None
@@ -89,10 +91,11 @@ def job_page(job_id: str, request: Request, at: str | None = None,
         skips = read_history(ctx.store, config, job=job.id, status="skipped", since=None,
                              until=None, limit=HISTORY_PAGE)
         older = encode_cursor(history[-1]) if len(history) == HISTORY_PAGE else None
-        return {"job": job, "row": row, "next": nexts, "why": why, "why_error": why_error,
+        return {"job": job, "row": line.row, "line": line, "next": nexts, "why": why,
+                "why_error": why_error,
                 "at": at or "", "history": [e.doc for e in history], "older": older,
                 "skips": [e.doc for e in skips],
-                "strip": strips([job], ctx.store, now)[job.id] if job.enabled else None,
+                "strip": board.strips.get(job.id),
                 "paged": before is not None}
 
     return page(request, "job.html", **ctx.bounded(work))
@@ -119,7 +122,8 @@ def _attempts(ctx: Any, execution: dict[str, Any]) -> list[dict[str, Any]]:
 @router.get("/status", response_class=HTMLResponse)
 def status_page(request: Request) -> Response:
     doc = api.get_status(request)
-    return page(request, "status.html", state=doc)
+    violations = context(request).loaded(datetime.now(UTC)).violations
+    return page(request, "status.html", state=doc, violations=violations)
 
 
 # --- login ---------------------------------------------------------------------------------

@@ -4,10 +4,13 @@ ahead, in 48 half-hour slots, each coloured by what became of its instants.
 A slot is ``failed`` when an attempt planned in it failed, was abandoned, cancelled,
 dead-lettered or lost; ``missed`` when the misfire policy dropped an instant of it; ``skipped``
 for any other skip record; ``pending`` when an execution of it is pending or running (or
-its instant is just due); ``ran`` when executions of it succeeded; ``unknown`` when its
-instants are past with no record at all (no scheduler ran them, or the job is
-untracked); ``future``; or ``empty`` when the job plans nothing in it. Each slot links to
-``why`` for the instant that gave it its colour.
+its instant is just due); ``ran`` when executions of it succeeded; ``late`` when its
+instant is past by more than the job's ``late_after`` and no scheduler has handled it;
+``unknown`` when its instants are past with no record at all (no scheduler ran them, or
+the job is untracked); ``unplanned`` when they came before any scheduler had the job (a
+new job is planned from then on: ``why`` says ``not_planned (not_yet_scheduled)``, so
+this is neutral, not a miss); ``future``; or ``empty`` when the job plans nothing in it.
+Each slot links to ``why`` for the instant that gave it its colour.
 
 The page must stay fast on a big database (100 jobs firing every minute plan 144,000
 instants a day), so nothing here reads or computes per instant: executions are counted
@@ -29,14 +32,15 @@ from markupsafe import Markup, escape
 if TYPE_CHECKING:
     from cronctl.jobs.model import JobDefinition
     from cronctl.store.base import ExecutionRecord, Reads
-    from cronctl.store.records import SkipRecord
+    from cronctl.store.records import ScheduleState, SkipRecord
 
 SLOT = timedelta(minutes=30)
 SLOTS = 48
 PAST_SLOTS = 36  # now lies in slot 36: 18 hours back, 6 ahead
 GRACE = timedelta(minutes=1)  # a just-due instant is pending, not yet unknown
 ROWS = 5000  # at most this many notable attempts and skip records are read per page
-ORDER = ("failed", "missed", "skipped", "pending", "ran", "unknown", "future", "empty")
+ORDER = ("failed", "missed", "skipped", "pending", "ran", "late", "unknown", "unplanned",
+         "future", "empty")
 FAILED = ("failed", "abandoned", "dead_letter", "cancelled", "lost")
 LIVE = ("pending", "running")
 _TICK = timedelta(microseconds=1)
@@ -60,7 +64,8 @@ class Slot:
 
 
 _QUIET = {"empty": "nothing planned", "future": "planned", "unknown": "planned, no record",
-          "pending": "due now"}
+          "pending": "due now", "late": "planned, not started yet (late)",
+          "unplanned": "not planned: no scheduler had the job yet"}
 
 
 def window(now: datetime) -> tuple[datetime, datetime]:
@@ -72,9 +77,12 @@ def window(now: datetime) -> tuple[datetime, datetime]:
 
 
 def slot_state(counts: dict[str, int], skip_reasons: set[str], planned: datetime | None,
-               start: datetime, now: datetime) -> str:
+               start: datetime, now: datetime, *, before: bool = False,
+               late_at: datetime | None = None) -> str:
     """The colour of one slot: its execution counts per status, the reasons of the skip
-    records in it, its first planned instant (``None``: none) and ``now``."""
+    records in it, its first planned instant (``None``: none) and ``now``. ``before``:
+    its instants all came before any scheduler had the job. ``late_at``: when its
+    instant, not handled by any scheduler yet, became late (``None``: it cannot)."""
     if any(counts.get(s) for s in FAILED):
         return "failed"
     if "misfire" in skip_reasons:
@@ -85,16 +93,21 @@ def slot_state(counts: dict[str, int], skip_reasons: set[str], planned: datetime
         return "pending"
     if counts.get("succeeded"):
         return "ran"
+    if before:
+        return "unplanned"
     if planned is None:
         return "empty"
     if start > now or planned > now:
         return "future"
+    if late_at is not None and late_at <= now:
+        return "late"
     return "pending" if planned > now - GRACE else "unknown"
 
 
-def strips(jobs: Sequence[JobDefinition], store: Reads | None, now: datetime
-           ) -> dict[str, list[Slot]]:
-    """The 48 slots of each of ``jobs`` around ``now``: three reads in all."""
+def strips(jobs: Sequence[JobDefinition], store: Reads | None, now: datetime,
+           schedules_read: Sequence[ScheduleState] | None = None) -> dict[str, list[Slot]]:
+    """The 48 slots of each of ``jobs`` around ``now``: four reads in all (three when the
+    caller read the schedule rows already: ``schedules_read``)."""
     from cronctl.jobs.checks import job_schedule
     from cronctl.jobs.model import ExecutionStatus
 
@@ -103,7 +116,10 @@ def strips(jobs: Sequence[JobDefinition], store: Reads | None, now: datetime
     counts: dict[tuple[str, int], dict[str, int]] = {}
     notable: list[ExecutionRecord] = []
     skips: list[SkipRecord] = []
+    schedules: dict[str, ScheduleState] | None = None  # None: no store, nothing known
     if store is not None and ids:
+        rows = store.list_schedules() if schedules_read is None else schedules_read
+        schedules = {s.job_id: s for s in rows if s.job_id in ids}
         # Only slots that began by now can hold executions (a manual run is planned "now").
         counts = store.slot_counts(ids, first, SLOT, PAST_SLOTS + 1)
         wanted = [ExecutionStatus(s) for s in (*FAILED, *LIVE)]
@@ -122,23 +138,47 @@ def strips(jobs: Sequence[JobDefinition], store: Reads | None, now: datetime
         schedule = job_schedule(job)
         quoted = quote(job.id, safe="")
         runs = [s for s in skips if s.job_id == job.id]
+        begin, cursor = _planned_since(schedules, job.id, now)
         slots: list[Slot] = []
         for index in range(SLOTS):
             start = first + index * SLOT
             stop = start + SLOT
-            planned = schedule.next_after(start - _TICK)
+            planned = original = schedule.next_after(start - _TICK)
+            before = False
+            if planned is not None and begin is not None and planned < begin:
+                planned = schedule.next_after(max(start, begin) - _TICK)
+                before = planned is None or planned >= stop
             if planned is not None and planned >= stop:
                 planned = None
             here = counts.get((job.id, index), {})
             reasons = {s.reason for s in runs if s.first_at < stop and s.last_at >= start}
-            state = slot_state(here, reasons, planned, start, now)
+            late_at = None
+            if (planned is not None and job.late_after is not None and cursor is not None
+                    and planned > cursor):
+                late_at = planned + job.late_after
+            state = slot_state(here, reasons, planned, start, now, before=before,
+                               late_at=late_at)
             mine = by_slot.get((job.id, index), ())
-            at = _link(state, planned, start, stop, mine, runs)
+            # (an unplanned slot links to its first instant: why says not_yet_scheduled)
+            at = _link(state, original if before else planned, start, stop, mine, runs)
             slots.append(Slot(start, state, at, _counted(here, runs, start, stop),
                               href=None if at is None else _why(quoted, at),
                               span=spans[index]))
         out[job.id] = slots
     return out
+
+
+def _planned_since(schedules: dict[str, ScheduleState] | None, job_id: str, now: datetime
+                   ) -> tuple[datetime | None, datetime | None]:
+    """Since when the job's instants were planned (``None``: unknown, no store) and its
+    cursor. A job no scheduler ever had is planned from the next one's start: nothing
+    before ``now`` was (as ``why`` says: ``not_yet_scheduled``)."""
+    if schedules is None:
+        return None, None
+    state = schedules.get(job_id)
+    if state is None or (state.first_seen is None and state.cursor is None):
+        return now, None
+    return state.first_seen, state.cursor
 
 
 def _why(quoted_job: str, at: datetime) -> str:

@@ -4,7 +4,7 @@ instant that nobody started or skipped) and nodes whose notifications fail."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -78,17 +78,20 @@ class Attention:
 
 def attention(store: Reads, jobs: Sequence[JobDefinition],
               schedules: Sequence[ScheduleState], now: datetime,
-              live: Collection[str] | None = None) -> Attention:
+              live: Collection[str] | None = None,
+              recent: Mapping[str, Sequence[ExecutionRecord]] | None = None) -> Attention:
     """One read of the newest executions of every enabled, tracked job (an untracked job
     leaves nothing to judge it by), plus the failures; ``live``: the ids of the live
-    nodes."""
+    nodes. ``recent``: those newest executions (at least five per job), when the caller
+    read them already (the dashboard reads them once for its job rows too)."""
     from cronctl.core import needs_store
 
     state = {s.job_id: s for s in schedules}
     failing: list[Failing] = []
     late: list[Late] = []
     judged = [job for job in jobs if job.enabled and needs_store(job)]
-    recent = store.recent_executions([job.id for job in judged], _RECENT)
+    if recent is None:
+        recent = store.recent_executions([job.id for job in judged], _RECENT)
     for job in judged:
         newest = recent.get(job.id, [])
         last = newest[0] if newest else None

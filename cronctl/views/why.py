@@ -87,16 +87,21 @@ def decide(job: JobDefinition, at_text: str, store: Reads | None, now: datetime,
     skips: list[Any] = []
     cursor = first_seen = None
     paused = False
+    scheduled = True  # (no store: nothing to tell)
     if store is not None and planned is not None:
         executions = store.executions_of_occurrence(job.id, occurrence_id(job.id, planned))
         skips = store.skips_covering(job.id, planned)
         state = store.get_schedule(job.id)
+        # (a row a pause made, before any scheduler had the job, has neither)
+        scheduled = state is not None and (state.first_seen is not None
+                                           or state.cursor is not None)
         if state is not None:
             cursor, paused, first_seen = state.cursor, state.paused, state.first_seen
     hit = exclusion(job, planned) if planned is not None else None
     verdict = explain(job, at, planned, now=now, executions=executions, skips=skips,
                       cursor=cursor, paused=paused, tracked=is_tracked(job),
-                      first_seen=first_seen, calendar=None if hit is None else hit.detail)
+                      first_seen=first_seen, calendar=None if hit is None else hit.detail,
+                      scheduled=scheduled)
     if (job.after and planned is not None and store is not None and not executions
             and not skips and planned <= now and (cursor is None or planned > cursor)):
         # not decided yet (the dependent's cursor is the instant up to which all are)

@@ -196,11 +196,17 @@ def test_list_plain_text_when_piped(project: Path) -> None:
     assert "0 * * * * *" in line and "UTC" in line and "echo hi" in line and "(in " in line
 
 
-def test_list_with_violations_fails(project: Path) -> None:
+def test_list_with_violations_fails_but_lists_the_valid_jobs(project: Path) -> None:
     write(project, "a.toml", '[jobs.bad]\ncron = "nope"\ncommand = ["true"]\n')
     run = cli("list", "--json")
     assert run.code == 1
-    assert run.stdout == ""
+    assert run.json() == {"jobs": []}
+    assert "jobs.d/a.toml:2: job 'bad': key 'cron'" in run.stderr
+    # one bad file does not hide the others (issue 39: "no jobs" was all it said)
+    write(project, "b.toml", GOOD)
+    run = cli("list", "--json")
+    assert run.code == 1
+    assert [row["id"] for row in run.json()["jobs"]] == ["hello"]
     assert "jobs.d/a.toml:2: job 'bad': key 'cron'" in run.stderr
 
 

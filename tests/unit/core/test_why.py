@@ -143,3 +143,17 @@ def test_a_late_sets_misfire_says_what_happened_not_the_policy() -> None:
     assert "misfire_policy" not in v.detail
     plain = verdict(at(120), skips=[Skip("misfire")])
     assert "misfire_policy = skip" in plain.detail
+
+
+def test_a_job_no_scheduler_ever_had_was_not_planned() -> None:
+    """Issue 39 item 10: the strip and `why` agree on a fresh install's past instants."""
+    j = job(every=60)
+    planned = planned_at_or_before(schedule_for(j), at(120))
+    v = explain(j, at(120), planned, now=at(3600), executions=[], skips=[], cursor=None,
+                paused=False, tracked=True, scheduled=False)
+    assert (v.outcome, v.reason) == (Outcome.NOT_PLANNED, "not_yet_scheduled")
+    assert "no scheduler has had" in v.detail
+    v = explain(j, at(7200), planned_at_or_before(schedule_for(j), at(7200)), now=at(3600),
+                executions=[], skips=[], cursor=None, paused=False, tracked=True,
+                scheduled=False)
+    assert v.outcome is Outcome.FUTURE  # still to come: planned once a scheduler runs

@@ -44,3 +44,16 @@ def test_a_slot_label_counts_what_it_holds() -> None:
     assert slot.label == "06:00–06:30 UTC: 2 succeeded, 1 failed"
     assert Slot(start, "empty", None).label == "06:00–06:30 UTC: nothing planned"
     assert Slot(start, "unknown", start).label == "06:00–06:30 UTC: planned, no record"
+
+
+def test_before_a_scheduler_had_the_job_a_slot_is_unplanned_and_late_has_its_colour() -> None:
+    """Issue 39: a fresh install's strip hatched 36 slots "planned, no record" while `why`
+    said not_planned (not_yet_scheduled); a late instant looked like any other."""
+    past = NOW - timedelta(hours=2)
+    assert slot_state({}, set(), past, past, NOW, before=True) == "unplanned"
+    assert slot_state({"succeeded": 1}, set(), past, past, NOW, before=True) == "ran"
+    assert slot_state({}, set(), past, past, NOW, late_at=past + timedelta(minutes=5)
+                      ) == "late"
+    assert slot_state({}, set(), past, past, NOW, late_at=NOW + timedelta(minutes=5)
+                      ) == "unknown"
+    assert "no scheduler had the job" in Slot(past, "unplanned", past).label
