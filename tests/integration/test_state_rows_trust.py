@@ -23,6 +23,7 @@ import pytest
 from test_run_support import Project, open_sqlite, pid_alive
 
 from cronctl import processes
+from cronctl.ids import occurrence_id
 from cronctl.jobs.model import ExecutionStatus, Origin
 
 pytestmark = pytest.mark.slow
@@ -98,3 +99,69 @@ def _status(project: Project, eid: int) -> ExecutionStatus:
         return row.status
     finally:
         store.close()
+
+
+def _forge_rows(project: Project, sql: str) -> tuple[int, int]:
+    """Two running rows of this node's previous run; ``sql`` (with ``{eid}``) spoils the
+    second, as ``sqlite3`` in an attacker's (or an older version's) hands would."""
+    store = open_sqlite(project)
+    try:
+        at = datetime.now(UTC).replace(hour=3, minute=0, second=0, microsecond=0)
+        if at > datetime.now(UTC):
+            at -= timedelta(days=1)
+        eids = []
+        for attempt in (1, 2):
+            eid = store.try_insert_execution(
+                job_id="long", occurrence_id=occurrence_id("long", at), scheduled_at=at,
+                attempt=attempt,
+                origin=Origin.CRON, node_id="node-a", scope_node=None, now=at)
+            assert eid is not None
+            assert store.transition(eid, ExecutionStatus.PENDING, ExecutionStatus.RUNNING)
+            eids.append(eid)
+    finally:
+        store.close()
+    db = sqlite3.connect(project.root / "state.db")
+    with db:
+        db.execute(sql.format(eid=eids[1]))
+    db.close()
+    return eids[0], eids[1]
+
+
+@pytest.mark.parametrize("spoil", [
+    "UPDATE job_executions SET origin = 'bogus' WHERE id = {eid}",
+    "UPDATE job_executions SET created_at = 'bogus' WHERE id = {eid}",
+])
+def test_run_skips_a_row_it_cannot_read_and_recovers_the_others(project: Project,
+                                                                spoil: str) -> None:
+    good, bad = _forge_rows(project, spoil)
+    run = project.start()
+    try:
+        assert run.wait_for(lambda t: "ready node=" in t), run.text()
+        deadline = time.monotonic() + 10
+        while not _status(project, good).is_final:  # (the other row: recovered)
+            assert time.monotonic() < deadline, run.text()
+            time.sleep(0.05)
+    finally:
+        assert run.stop() == 0, run.text()
+    text = run.text()
+    assert "Traceback" not in text, text
+    assert f"WARNING job_executions row id={bad} job=long cannot be read and is skipped: " \
+        in text, text
+
+
+@pytest.mark.parametrize("command", ["history", "status", "why"])
+def test_read_commands_skip_a_row_they_cannot_read(project: Project, command: str) -> None:
+    good, bad = _forge_rows(project, "UPDATE job_executions SET status = 'bogus' "
+                            "WHERE id = {eid}")
+    at = datetime.now(UTC).replace(hour=3, minute=0, second=0, microsecond=0)
+    if at > datetime.now(UTC):
+        at -= timedelta(days=1)
+    project.jobs('[jobs.long]\ncron = "0 0 3 * * *"\ncommand = ["sleep", "30"]\n')
+    args = {"history": ["history"], "status": ["status"],
+            "why": ["why", "long", at.strftime("%Y-%m-%dT%H:%M:%SZ")]}[command]
+    done = project.cli(*args)
+    text = done.stdout + done.stderr
+    assert done.returncode == 0, text
+    assert "Traceback" not in text
+    assert f"job_executions row id={bad} job=long cannot be read and is skipped: 'bogus' " \
+        "is not a valid ExecutionStatus" in done.stderr, text
