@@ -159,6 +159,41 @@ def untrusted_module(module: str) -> str | None:
     return None
 
 
+def untrusted_state(path: str) -> str | None:
+    """Why the scheduler must not use the SQLite state file ``path`` (the first problem:
+    which file and its owner or mode), or ``None``.
+
+    Its rows say which process groups recovery ends and what ran; whoever can write the
+    file (or its ``-wal``, ``-shm`` or ``-journal``, or replace them in its directory)
+    writes those. So the file, its companions that exist and its directory must belong
+    to root or the user cronctl runs as and be writable by nobody else; unlike the
+    directories above, the file's own directory may not be a sticky world-writable one
+    (another user could create the ``-wal`` before SQLite does). Whoever cronctl runs
+    as; with ``--allow-insecure`` the caller warns instead of refusing."""
+    owners = frozenset((0, os.geteuid()))
+    try:
+        real = os.path.realpath(path)
+        folders = dict.fromkeys((os.path.dirname(os.path.abspath(path)),
+                                 os.path.dirname(real)))
+        for folder in folders:
+            if not os.path.isdir(folder):
+                return None  # not there yet: opening it says so
+            problem = _problem(folder, directory=False, owners=owners)  # (no sticky pass)
+            for parent in Path(folder).parents:
+                if problem is not None:
+                    break
+                problem = _problem(parent, directory=True, owners=owners)
+            if problem is not None:
+                return problem
+        for name in (real, f"{real}-wal", f"{real}-shm", f"{real}-journal"):
+            problem = _problem(name, directory=False, owners=owners)
+            if problem is not None:
+                return problem
+    except (OSError, ValueError):
+        return None  # a name too long, a NUL: opening it says so
+    return None
+
+
 # --- the import guard: every Python file judged before it runs ----------------------
 
 
@@ -304,4 +339,4 @@ def untrusted_entry_point(ep: object) -> str | None:
 
 __all__ = ["ModuleGuard", "UntrustedFile", "checking", "install_guard", "module_files",
            "permit_insecure", "permitted", "untrusted", "untrusted_entry_point",
-           "untrusted_module"]
+           "untrusted_module", "untrusted_state"]
