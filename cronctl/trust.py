@@ -300,13 +300,15 @@ class ModuleGuard:
 _guard: ModuleGuard | None = None
 
 
-def install_guard() -> ModuleGuard:
-    """Put the :class:`ModuleGuard` on ``sys.meta_path`` (once per process; later calls
-    make it judge again) before any Python code of a job or a service is imported."""
+def install_guard(*, fresh: bool = True) -> ModuleGuard:
+    """Put the :class:`ModuleGuard` on ``sys.meta_path`` (once per process; a later call
+    makes it judge again, unless not ``fresh``) before any Python code of a job or a
+    service is imported."""
     global _guard
     for finder in sys.meta_path:
         if isinstance(finder, ModuleGuard):
-            finder.invalidate_caches()
+            if fresh:
+                finder.invalidate_caches()
             _guard = finder
             return finder
     guard = _guard = ModuleGuard()
