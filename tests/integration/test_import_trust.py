@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import os
 import pwd
+import shutil
 import subprocess
 import sys
+import sysconfig
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -31,6 +34,19 @@ def intruder() -> Iterator[int]:
             pytest.fail("the import-trust tests run as root in CI")
         pytest.skip("creating users needs root")
     name = f"cci{uuid.uuid4().hex[:10]}"
+    subprocess.run(["useradd", "--no-create-home", "--home-dir", f"/nonexistent/{name}",
+                    "--shell", "/usr/sbin/nologin", "--user-group", name], check=True)
+    try:
+        yield pwd.getpwnam(name).pw_uid
+    finally:
+        removed = subprocess.run(["userdel", name], check=False, capture_output=True)
+        assert removed.returncode == 0, removed.stderr
+
+
+@pytest.fixture
+def other() -> Iterator[int]:
+    """A second real user, whom the first one does not trust."""
+    name = f"cco{uuid.uuid4().hex[:10]}"
     subprocess.run(["useradd", "--no-create-home", "--home-dir", f"/nonexistent/{name}",
                     "--shell", "/usr/sbin/nologin", "--user-group", name], check=True)
     try:
@@ -161,3 +177,59 @@ def test_the_worker_of_a_process_attempt_judges_what_the_handler_imports(
         text, logs.stdout, logs.stderr)
     assert not marker.exists()
     assert time.monotonic() - started < 30
+
+
+# What a created user can execute (this interpreter may live under root's home), when it
+# is the same Python as this one (the installed packages are this one's).
+USER_PY = "/usr/bin/python3"
+
+
+def _user_python() -> bool:
+    try:
+        version = subprocess.run([USER_PY, "-c", "import sys; print(sys.version_info[:2])"],
+                                 capture_output=True, text=True, timeout=30).stdout.strip()
+    except OSError:
+        return False
+    return version == str(sys.version_info[:2])
+
+
+def test_a_scheduler_that_is_not_root_refuses_another_users_module(intruder: int,
+                                                                   other: int) -> None:
+    """Whoever cronctl runs as: its own files and root's, nobody else's."""
+    if not _user_python():
+        pytest.skip(f"no {USER_PY} of Python {sys.version_info[:2]} for the created user")
+    folder = Path(tempfile.mkdtemp(prefix="cronctl-import-trust-", dir="/tmp"))
+    try:
+        os.chmod(folder, 0o755)
+        root, mods = _project(folder, PY_JOB)
+        marker = folder / "helper-ran"
+        (mods / "tasks.py").write_text("import helper\n\ndef run():\n    pass\n")
+        (mods / "helper.py").write_text(_writes(marker))
+        for path in (folder, *folder.rglob("*")):
+            os.chown(path, intruder, intruder)
+        os.chown(mods / "helper.py", other, -1)
+        import cronctl
+
+        path = os.pathsep.join((sysconfig.get_paths()["purelib"],
+                                str(Path(cronctl.__file__).parents[1])))
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CRONCTL_")}
+        env["PYTHONPATH"] = path
+
+        def validate() -> subprocess.CompletedProcess[str]:
+            return subprocess.run([USER_PY, "-m", "cronctl", "-c", str(root / "cronctl.toml"),
+                                   "validate"], capture_output=True, text=True, env=env,
+                                  cwd=root, timeout=60, user=intruder, group=intruder,
+                                  extra_groups=[])
+
+        done = validate()
+        text = done.stdout + done.stderr
+        assert done.returncode == 1, text
+        assert f"module helper is not loaded: {mods / 'helper.py'} is owned by " in text
+        assert f"(uid {other}), not root or " in text and f"(uid {intruder})" in text
+        assert not marker.exists()
+        os.chown(mods / "helper.py", intruder, -1)  # its own file: loaded
+        done = validate()
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert marker.exists()
+    finally:
+        shutil.rmtree(folder)
