@@ -212,7 +212,6 @@ class ModuleGuard:
     def __init__(self) -> None:
         self.owners = frozenset((0, os.geteuid()))
         self._dirs: dict[str, str | None] = {}  # directory -> its chain's first problem
-        self._real: dict[str, str] = {}  # directory -> where its symlinks lead
         self._warned: set[str] = set()
 
     def find_spec(self, name: str, path: Sequence[str] | None = None,
@@ -240,7 +239,6 @@ class ModuleGuard:
     def invalidate_caches(self) -> None:
         """Judge again (``importlib.invalidate_caches()``, and every job load)."""
         self._dirs.clear()
-        self._real.clear()
         self._warned.clear()
 
     def judge(self, origin: str, cached: str | None = None) -> str | None:
@@ -260,41 +258,36 @@ class ModuleGuard:
         problem = self._folder(folder)
         if problem is not None:
             return problem
-        real = os.path.join(self._resolved(folder), os.path.basename(path))
         try:
-            st = os.lstat(real)
+            st = os.lstat(path)
             if stat.S_ISLNK(st.st_mode):  # judged where it points, and that directory
-                real = os.path.realpath(real)
+                real = os.path.realpath(path)
                 problem = self._folder(os.path.dirname(real))
                 if problem is not None:
                     return problem
                 st = os.stat(real)
         except OSError:
             return None  # (inside a zip archive, judged as a directory; or gone)
-        return _judge(real, st, directory=False, owners=self.owners)
+        return _judge(path, st, directory=False, owners=self.owners)
 
     def _folder(self, folder: str) -> str | None:
-        """The first problem of ``folder`` and the directories above, as named and as
-        resolved."""
+        """The first problem of ``folder`` and the directories above; a symlink among
+        them is judged where it lies (its directory) and where it leads."""
         if folder in self._dirs:
             return self._dirs[folder]
-        problem = _problem(folder, directory=True, owners=self.owners)
+        parent = os.path.dirname(folder)
+        problem = self._folder(parent) if parent != folder else None
         if problem is None:
-            parent = os.path.dirname(folder)
-            if parent != folder:
-                problem = self._folder(parent)
-        if problem is None:
-            real = self._resolved(folder)
-            if real != folder:
-                problem = self._folder(real)
+            try:
+                st = os.lstat(folder)
+            except OSError:
+                st = None  # missing: whoever reads it says so
+            if st is not None and stat.S_ISLNK(st.st_mode):
+                problem = self._folder(os.path.realpath(folder))
+            elif st is not None:
+                problem = _judge(folder, st, directory=True, owners=self.owners)
         self._dirs[folder] = problem
         return problem
-
-    def _resolved(self, folder: str) -> str:
-        real = self._real.get(folder)
-        if real is None:
-            real = self._real[folder] = os.path.realpath(folder)
-        return real
 
 
 _guard: ModuleGuard | None = None
