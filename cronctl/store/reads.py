@@ -150,13 +150,30 @@ def decoded(rows: Iterable[Sequence[Any]], decode: Callable[[Sequence[Any]], _R]
     for r in rows:
         try:
             out.append(decode(r))
-        except (ValueError, TypeError, IndexError) as exc:
-            key = (table, repr(r[0]) if r else "")
-            if key not in _reported:
-                _reported.add(key)
-                log.warning("%s row id=%s job=%s cannot be read and is skipped: %s", table,
-                            key[1], r[1] if len(r) > 1 else "?", exc)
+        except _UNREADABLE as exc:
+            _report(table, repr(r[0]) if r else "", r[1] if len(r) > 1 else "?",
+                    f"cannot be read and is skipped: {exc}")
     return out
+
+
+def cursor_instant(value: Any, table: str, job_id: str) -> datetime | None:
+    """:func:`read_instant` of a job's cursor; one that is not an instant is taken as no
+    cursor (the job goes on as one never handled), with one WARNING."""
+    try:
+        return read_instant(value)
+    except _UNREADABLE as exc:
+        _report(table, job_id, job_id, f"has a cursor that is not an instant ({exc}); "
+                "taken as none")
+        return None
+
+
+_UNREADABLE = (ValueError, TypeError, IndexError, AssertionError)
+
+
+def _report(table: str, row: str, job: Any, what: str) -> None:
+    if (table, row) not in _reported:
+        _reported.add((table, row))
+        log.warning("%s row id=%s job=%s %s", table, row, job, what)
 
 
 # --- the queries ----------------------------------------------------------------------
@@ -401,7 +418,8 @@ class ReadQueries:
 
     def _schedule(self, r: Sequence[Any]) -> ScheduleState:
         return ScheduleState(job_id=r[0], definition=json.loads(r[1] or "{}"),
-                             cursor=read_instant(r[2]), paused=bool(r[3]),
+                             cursor=cursor_instant(r[2], "job_schedules", r[0]),
+                             paused=bool(r[3]),
                              fencing=int(r[4]), updated_at=read_instant(r[5]),
                              first_seen=read_instant(r[6]))
 

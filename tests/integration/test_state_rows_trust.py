@@ -165,3 +165,22 @@ def test_read_commands_skip_a_row_they_cannot_read(project: Project, command: st
     assert "Traceback" not in text
     assert f"job_executions row id={bad} job=long cannot be read and is skipped: 'bogus' " \
         "is not a valid ExecutionStatus" in done.stderr, text
+
+
+def test_a_cursor_that_is_not_an_instant_is_taken_as_none(project: Project) -> None:
+    db = sqlite3.connect(project.root / "state.db")
+    with db:
+        db.execute("INSERT INTO job_schedules (job_id, \"cursor\") VALUES ('long', 'bogus')")
+    db.close()
+    status = project.cli("status")
+    assert status.returncode == 0, status.stdout + status.stderr
+    assert "Traceback" not in status.stderr
+    said = ("job_schedules row id=long job=long has a cursor that is not an instant "
+            "(Invalid isoformat string: 'bogus'); taken as none")
+    assert said in status.stderr, status.stderr
+    run = project.start()
+    try:
+        assert run.wait_for(lambda t: "ready node=" in t), run.text()
+    finally:
+        assert run.stop() == 0, run.text()
+    assert "Traceback" not in run.text() and said in run.text(), run.text()
