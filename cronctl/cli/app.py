@@ -254,6 +254,14 @@ def main(argv: list[str] | None = None) -> None:
     except typer.Abort:
         print("error: aborted", file=sys.stderr)
         raise SystemExit(1) from None
+    except ImportError as exc:
+        # An import the guard refused outside a job's own load (a module cronctl itself
+        # imports later, from a place another user can write: docs/trust.md). The guard
+        # exists only once cronctl.trust is loaded.
+        trust = sys.modules.get("cronctl.trust")
+        if trust is None or not isinstance(exc, trust.UntrustedFile):
+            raise
+        _fail(str(exc), 1)
     raise SystemExit(code if isinstance(code, int) else 0)
 
 

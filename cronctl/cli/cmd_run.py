@@ -56,6 +56,7 @@ def run(
                   "" if len(checked.violations) == 1 else "s")
         raise typer.Exit(1)
     config = checked.config
+    _refuse_untrusted_state(config.database)
     from cronctl.runtime.service import serve
     from cronctl.store import open_store
 
@@ -64,6 +65,24 @@ def run(
         serve(config, checked.result.jobs, store, reload=lambda: _reloaded(options))
     finally:
         store.close()
+
+
+def _refuse_untrusted_state(database: str) -> None:
+    """A SQLite state file another user can write is not used (docs/trust.md)."""
+    from cronctl import trust
+    from cronctl.store.urls import kind_of, sqlite_path
+
+    path = sqlite_path(database) if kind_of(database) == "sqlite" else None
+    problem = None if path is None else trust.untrusted_state(path)
+    if problem is None:
+        return
+    if trust.permitted():
+        log.warning("--allow-insecure: state database %s is used although %s", path, problem)
+        return
+    log.error("not started: state database %s is not used: %s; whoever can write it decides "
+              "what the scheduler recovers and ends (chown, chmod go-w), or pass "
+              "--allow-insecure", path, problem)
+    raise typer.Exit(1)
 
 
 def _reloaded(options: GlobalOptions) -> Sequence[JobDefinition] | None:

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import replace
 
+from cronctl import trust
 from cronctl.dispatch.base import (
     Dispatcher,
     DispatchRequest,
@@ -23,7 +24,7 @@ from cronctl.dispatch.base import (
 from cronctl.dispatch.command import CommandDispatcher
 from cronctl.dispatch.interceptors import Interceptors
 from cronctl.dispatch.logbuffer import MAX_LINES_PER_EXECUTION
-from cronctl.dispatch.procenv import WORKER_PATH, WORKER_PAYLOAD
+from cronctl.dispatch.procenv import WORKER_INSECURE, WORKER_PATH, WORKER_PAYLOAD
 from cronctl.dispatch.python import PythonDispatcher, ServiceResolver
 from cronctl.dispatch.relay import Relay, Staged
 from cronctl.jobs.model import CommandTarget, Isolation, JobDefinition
@@ -41,6 +42,8 @@ def as_process(request: DispatchRequest) -> DispatchRequest:
     target, this process's ``sys.path`` and the job's payload."""
     job = request.job
     env = {WORKER_PATH: json.dumps([p for p in sys.path if p])}
+    if trust.permitted():
+        env[WORKER_INSECURE] = "1"
     if job.payload is not None:
         env[WORKER_PAYLOAD] = json.dumps(job.payload, default=str)
     argv = (sys.executable, "-I", "-m", "cronctl.dispatch.worker", str(job.target))

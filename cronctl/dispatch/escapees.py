@@ -154,6 +154,40 @@ def end_escaped(tag: str, leader: int, started_at: float, *, shutdown: bool,
     return None if shutdown else Escaped(sent, mark)
 
 
+def attempt_marks(occurrence_id: str, attempt: int, execution_id: int,
+                  scope: str = "") -> list[bytes]:
+    """What every process of that attempt carries in its environment (its tag only by
+    its ``scope``: the random rest was never recorded)."""
+    marks = [f"\0CRONCTL_OCCURRENCE_ID={occurrence_id}\0".encode(),
+             f"\0CRONCTL_ATTEMPT={attempt}\0".encode(),
+             f"\0CRONCTL_EXECUTION_ID={execution_id}\0".encode()]
+    if scope:
+        marks.append(f"\0{TAG_ENV}={scope}-".encode())
+    return marks
+
+
+def foreign_group(group: int, members: list[int], occurrence_id: str, attempt: int,
+                  execution_id: int, scope: str = "") -> str | None:
+    """Why the live process group ``group`` (its ``members``) recorded for that attempt
+    is not known to be the attempt's own, or ``None`` when it is.
+
+    A row of the state database names the group, but whoever can write the database can
+    name any group with its leader's start time (docs/trust.md): the group is the
+    attempt's only when its leader carries the attempt's environment, or, once the leader
+    is gone (it dies with its scheduler), when one of the members it left does (no
+    process can join a group of another session, so they were started inside it)."""
+    marks = attempt_marks(occurrence_id, attempt, execution_id, scope)
+    if group in members:
+        if carries(group, *marks):
+            return None
+        return (f"its leader (pid {group}) does not carry that attempt's environment "
+                f"(CRONCTL_EXECUTION_ID={execution_id})")
+    if any(carries(pid, *marks) for pid in members):
+        return None
+    return (f"none of its processes (pid {', '.join(map(str, members))}) carries that "
+            f"attempt's environment (CRONCTL_EXECUTION_ID={execution_id})")
+
+
 def end_left_behind(occurrence_id: str, attempt: int, execution_id: int,
                     group: int | None, scope: str = "") -> list[int]:
     """Recovery of an attempt whose scheduler died (SIGKILL): SIGKILL to what that attempt
@@ -165,10 +199,6 @@ def end_left_behind(occurrence_id: str, attempt: int, execution_id: int,
     process group died with the scheduler (the parent-death signal); these are what would
     otherwise run on beside the next attempt. Members of its recorded process ``group``
     are left to recovery, which ends the group and records when. The pids signalled."""
-    mark = f"\0CRONCTL_OCCURRENCE_ID={occurrence_id}\0".encode()
-    also = [f"\0CRONCTL_ATTEMPT={attempt}\0".encode(),
-            f"\0CRONCTL_EXECUTION_ID={execution_id}\0".encode()]
-    if scope:
-        also.append(f"\0{TAG_ENV}={scope}-".encode())
+    mark, *also = attempt_marks(occurrence_id, attempt, execution_id, scope)
     found = [pid for pid in find(mark, group=group) if carries(pid, *also)]
     return signal_marked(found, mark, signal.SIGKILL) if found else []

@@ -27,6 +27,7 @@ from typing import Any
 
 from cronctl.context import JobContext
 from cronctl.dispatch.base import Outcome
+from cronctl.trust import untrusted_entry_point
 
 GROUP = "cronctl.interceptors"
 
@@ -61,6 +62,10 @@ class Interceptors:
 
         objects: list[object] = []
         for ep in entry_points(group=group):
+            distrust = untrusted_entry_point(ep)  # (its modules: the import guard's)
+            if distrust is not None:
+                log.error("interceptor %s (%s) is not loaded: %s", ep.name, ep.value, distrust)
+                continue
             try:
                 obj: Any = ep.load()
                 if isinstance(obj, type):

@@ -24,6 +24,9 @@ def scheduled_iso(request: DispatchRequest) -> str:
 # sys.path (JSON) and the job's payload (JSON).
 WORKER_PATH = "CRONCTL_WORKER_PATH"
 WORKER_PAYLOAD = "CRONCTL_WORKER_PAYLOAD"
+# Set when the scheduler runs with --allow-insecure: the worker then loads, with a
+# WARNING, Python files its import guard would refuse (docs/trust.md).
+WORKER_INSECURE = "CRONCTL_WORKER_INSECURE"
 
 # What a child inherits of the scheduler's environment: what cron passes (PATH, HOME,
 # SHELL, LOGNAME, USER, the locale, TZ), and PYTHONUNBUFFERED (the unit sets it) so that

@@ -11,11 +11,12 @@ timeout.
 
 Here the handler is resolved as in the scheduler (the scheduler's ``sys.path``, with its
 ``python_path``, comes in ``CRONCTL_WORKER_PATH``; ``-I`` keeps the working directory and
-``PYTHON*`` variables out), called with a :class:`~cronctl.context.JobContext` built from
-the ``CRONCTL_*`` variables (SPEC section 3) when it takes one, awaited when it is
-``async``. ``ctx.log`` writes ``LEVEL message`` lines to standard error;
-``ctx.progress()`` writes a line; ``ctx.is_cancelled()`` turns true on SIGTERM;
-``ctx.still_owner()`` raises (the store is the scheduler's, not the child's).
+``PYTHON*`` variables out) behind the same import guard (:mod:`cronctl.trust`), called
+with a :class:`~cronctl.context.JobContext` built from the ``CRONCTL_*`` variables
+(SPEC section 3) when it takes one, awaited when it is ``async``. ``ctx.log`` writes
+``LEVEL message`` lines to standard error; ``ctx.progress()`` writes a line;
+``ctx.is_cancelled()`` turns true on SIGTERM; ``ctx.still_owner()`` raises (the store
+is the scheduler's, not the child's).
 Exit 0: succeeded. An exception: its traceback in the job log, exit 1.
 """
 
@@ -32,7 +33,7 @@ import traceback
 from datetime import datetime
 from typing import Any
 
-from cronctl.dispatch.procenv import WORKER_PATH, WORKER_PAYLOAD
+from cronctl.dispatch.procenv import WORKER_INSECURE, WORKER_PATH, WORKER_PAYLOAD
 
 EXIT_UNRESOLVED = 2  # the target could not be imported or found here
 
@@ -87,6 +88,13 @@ def _context(cancelled: threading.Event) -> Any:
 
 
 def main(argv: list[str]) -> int:
+    from cronctl import trust
+
+    # Judged as in the scheduler: no file of the target, of what it imports, or of a
+    # service's package runs here unless only root or this user can write it.
+    if os.environ.get(WORKER_INSECURE) == "1":
+        trust.permit_insecure()
+    trust.install_guard()
     for entry in json.loads(os.environ.get(WORKER_PATH) or "[]"):
         if entry not in sys.path:
             sys.path.append(entry)

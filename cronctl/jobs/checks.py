@@ -26,7 +26,7 @@ from cronctl.jobs.model import (
 )
 from cronctl.jobs.registry import ServiceRegistry
 from cronctl.jobs.violation import did_you_mean, summarize_exception
-from cronctl.trust import untrusted_module
+from cronctl.trust import install_guard, untrusted_module
 
 Finding = tuple[Literal["violation", "warning"], str, str]
 _GAP_SAMPLES = 24  # fires looked at for "closer together than timeout"
@@ -166,6 +166,7 @@ def _python_problem(target: PythonTarget) -> str | None:
     distrust = untrusted_module(target.module)  # before the import runs its code
     if distrust is not None:
         return distrust
+    install_guard(fresh=False)  # (and what it imports: docs/trust.md)
     try:
         obj: object = importlib.import_module(target.module)
     except (Exception, SystemExit) as exc:

@@ -25,7 +25,7 @@ from cronctl.jobs.registry import ServiceRegistry, discover_services, set_defaul
 from cronctl.jobs.settings import JobSettings
 from cronctl.jobs.toml_source import TomlJob, read_jobs_dir
 from cronctl.jobs.violation import Violation, did_you_mean, display_path
-from cronctl.trust import untrusted
+from cronctl.trust import install_guard, untrusted
 
 _SCHEDULE_KEYS = ("cron", "every", "anchor")
 _TARGET_KEYS = ("target", "command")
@@ -148,6 +148,9 @@ def _load_sources(settings: JobSettings, *, now: datetime | None,
                   registry: ServiceRegistry | None, only: str | None,
                   state_dir: Path | None) -> _Loaded:
     now = now if now is not None else datetime.now(UTC)
+    # Before anything of a job or a service is imported: every file an import runs from
+    # here on is judged first (docs/trust.md).
+    install_guard()
     distrusted: list[Violation] = []
     for directory in (*settings.python_path, settings.base_dir):
         distrust = untrusted(directory, "python_path directory")

@@ -27,6 +27,7 @@ from cronctl.jobs.decorators import (
     ServiceInfo,
 )
 from cronctl.jobs.violation import Violation, did_you_mean, summarize_exception
+from cronctl.trust import untrusted_entry_point
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint, EntryPoints
@@ -146,6 +147,11 @@ def discover_services(
             continue
         seen_eps.add((ep.name, ep.value))
         source = ep.value
+        distrust = untrusted_entry_point(ep)  # (its modules: the import guard's)
+        if distrust is not None:
+            violations.append(Violation(source, None, None,
+                                        f"entry point {ep.name!r} ({GROUP}): {distrust}"))
+            continue
         try:
             obj = ep.load()
         except (Exception, SystemExit) as exc:  # anything the plugin's import does

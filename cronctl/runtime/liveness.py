@@ -267,8 +267,7 @@ class Liveness:
         for r in rows:
             if r.status is ExecutionStatus.RUNNING:
                 _end_escaped(r, self.scope)  # (its process group is ended below, or is gone)
-            if r.status is ExecutionStatus.RUNNING and r.pgid is not None and \
-                    processes.group_members(r.pgid, r.process_start):
+            if r.status is ExecutionStatus.RUNNING and self._owned(r):
                 with self._guard:
                     self._ending.add(r.id)
                 threading.Thread(target=self._end_then_recover, args=(r,), daemon=True,
@@ -299,11 +298,31 @@ class Liveness:
         for r in rows:
             if r.status is ExecutionStatus.RUNNING:
                 _end_escaped(r, self.scope)
-            if (r.status is ExecutionStatus.RUNNING and r.pgid is not None
+            if (r.status is ExecutionStatus.RUNNING and self._owned(r)
+                    and r.pgid is not None
                     and end_group(r.pgid, r.process_start, self._kill_timeout(r.job_id))):
                 self._log_ended(r)
                 ends[r.id] = self.clock()
         return ends
+
+    def _owned(self, r: ExecutionRecord) -> bool:
+        """Whether the process group ``r`` records still runs on this host and is that
+        attempt's own (its leader's start time, this boot, and the attempt's environment
+        in ``/proc``). A group the row names but that is not the attempt's is left alone,
+        with a WARNING: a row is not an order (docs/trust.md)."""
+        if r.pgid is None:
+            return False
+        members = processes.group_members(r.pgid, r.process_start)
+        if not members:
+            return False
+        foreign = escapees.foreign_group(r.pgid, members, r.occurrence_id, r.attempt, r.id,
+                                         self.scope)
+        if foreign is None:
+            return True
+        log.warning("process group %s recorded for interrupted job=%s exec=%s is not "
+                    "ended: %s; the row is recovered without touching it", r.pgid,
+                    r.job_id, r.id, foreign, extra=ids(r.job_id, r.id))
+        return False
 
     def _end_then_recover(self, r: ExecutionRecord) -> None:
         try:

@@ -25,7 +25,7 @@ from sqlalchemy.engine import Connection
 
 from cronctl.jobs.model import ExecutionStatus
 from cronctl.store.guardsql import GuardQueries
-from cronctl.store.reads import read_instant
+from cronctl.store.reads import cursor_instant
 from cronctl.store.records import statuses
 from cronctl.store.writerecords import Transition
 
@@ -254,15 +254,15 @@ class RawSql(GuardQueries):
                     (node_id,))
         out: dict[str, datetime] = {}
         for job_id, at in cur.fetchall():
-            when = read_instant(at)
-            assert when is not None
-            out[job_id] = when
+            when = cursor_instant(at, "node_cursors", job_id)
+            if when is not None:
+                out[job_id] = when
         return out
 
     def cursor_of(self, cur: Any, job_id: str) -> datetime | None:
         cur.execute(self.sql('SELECT "cursor" FROM job_schedules WHERE job_id = ?'), (job_id,))
         row = cur.fetchone()
-        return None if row is None else read_instant(row[0])
+        return None if row is None else cursor_instant(row[0], "job_schedules", job_id)
 
     def set_paused(self, cur: Any, job_id: str, paused: bool) -> None:
         cur.execute(self.sql("INSERT INTO job_schedules (job_id, paused) VALUES (?, ?) "
@@ -286,7 +286,8 @@ class RawSql(GuardQueries):
 
     def job_states(self, cur: Any) -> dict[str, tuple[datetime | None, bool]]:
         cur.execute('SELECT job_id, "cursor", paused FROM job_schedules')
-        return {job_id: (read_instant(at), bool(paused)) for job_id, at, paused in cur.fetchall()}
+        return {job_id: (cursor_instant(at, "job_schedules", job_id), bool(paused))
+                for job_id, at, paused in cur.fetchall()}
 
 
 __all__ = ["RawSql"]

@@ -16,10 +16,11 @@ Every query reads its rows through an index that ends in its order (migration 00
 from __future__ import annotations
 
 import json
+import logging
 import socket
 from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from cronctl import processes
 from cronctl.ids import utc_iso
@@ -132,6 +133,49 @@ def dead_here(host: str, pid: int, ident: str | None, heartbeat_at: datetime,
     return heartbeat_at <= now - ttl
 
 
+# --- rows that cannot be read ---------------------------------------------------------
+
+log = logging.getLogger("cronctl.store")
+_R = TypeVar("_R")
+_reported: set[tuple[str, str]] = set()  # (table, row id): said once per process
+
+
+def decoded(rows: Iterable[Sequence[Any]], decode: Callable[[Sequence[Any]], _R],
+            table: str) -> list[_R]:
+    """``decode`` of each row; a row it cannot decode (a status or origin this version
+    does not know, an instant that is not one: written by another version, or by hand)
+    is skipped with one WARNING naming it, never a traceback that stops the scheduler or
+    a command (docs/trust.md). The row itself is left as it is."""
+    out: list[_R] = []
+    for r in rows:
+        try:
+            out.append(decode(r))
+        except _UNREADABLE as exc:
+            _report(table, repr(r[0]) if r else "", r[1] if len(r) > 1 else "?",
+                    f"cannot be read and is skipped: {exc}")
+    return out
+
+
+def cursor_instant(value: Any, table: str, job_id: str) -> datetime | None:
+    """:func:`read_instant` of a job's cursor; one that is not an instant is taken as no
+    cursor (the job goes on as one never handled), with one WARNING."""
+    try:
+        return read_instant(value)
+    except _UNREADABLE as exc:
+        _report(table, job_id, job_id, f"has a cursor that is not an instant ({exc}); "
+                "taken as none")
+        return None
+
+
+_UNREADABLE = (ValueError, TypeError, IndexError, AssertionError)
+
+
+def _report(table: str, row: str, job: Any, what: str) -> None:
+    if (table, row) not in _reported:
+        _reported.add((table, row))
+        log.warning("%s row id=%s job=%s %s", table, row, job, what)
+
+
 # --- the queries ----------------------------------------------------------------------
 
 
@@ -185,7 +229,7 @@ class ReadQueries:
 
     def _executions(self, cur: Any, text: str, params: Sequence[Any] = ()
                     ) -> list[ExecutionRecord]:
-        return [self.execution(r) for r in self._rows(cur, text, params)]
+        return decoded(self._rows(cur, text, params), self.execution, "job_executions")
 
     def get_execution(self, cur: Any, execution_id: int) -> ExecutionRecord | None:
         found = self._executions(cur, f"{_EXECUTIONS} WHERE id = ?", (execution_id,))
@@ -374,7 +418,8 @@ class ReadQueries:
 
     def _schedule(self, r: Sequence[Any]) -> ScheduleState:
         return ScheduleState(job_id=r[0], definition=json.loads(r[1] or "{}"),
-                             cursor=read_instant(r[2]), paused=bool(r[3]),
+                             cursor=cursor_instant(r[2], "job_schedules", r[0]),
+                             paused=bool(r[3]),
                              fencing=int(r[4]), updated_at=read_instant(r[5]),
                              first_seen=read_instant(r[6]))
 

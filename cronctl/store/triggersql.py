@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from cronctl.jobs.model import Origin
-from cronctl.store.reads import ReadQueries, read_instant
+from cronctl.store.reads import ReadQueries, decoded, read_instant
 from cronctl.store.records import TriggerRequest, require_aware
 
 # ``taken_by`` of a request that waits for its parents (``replay``/``trigger --chain``):
@@ -57,8 +57,8 @@ class TriggerQueries(ReadQueries):
     def select_triggers(self, cur: Any, where: str, params: Sequence[Any],
                         order: str = "id") -> list[TriggerRequest]:
         """The requests matching ``where`` (``?`` placeholders), ordered by ``order``."""
-        return [self.trigger(r) for r in self._rows(
-            cur, f"{_TRIGGERS} WHERE {where} ORDER BY {order}", params)]
+        return decoded(self._rows(cur, f"{_TRIGGERS} WHERE {where} ORDER BY {order}", params),
+                       self.trigger, "trigger_requests")
 
     def get_trigger(self, cur: Any, request_id: int) -> TriggerRequest | None:
         found = self.select_triggers(cur, "id = ?", (request_id,))
