@@ -23,18 +23,20 @@ log = logging.getLogger("cronctl.serve")
 
 
 def build_app(ctx: ServeContext, version: str = "0") -> FastAPI:
-    from cronctl.serve import api, pages
+    from cronctl.serve import api, login, pages
+    from cronctl.serve.gate import Gate
 
     app = FastAPI(
         title="cronctl", version=version,
         description="The state of a cronctl installation, with the same documents as the "
                     "CLI's --json. Auth: 'Authorization: Bearer <token>' ([api] tokens_file); "
-                    "without a tokens file, read-only from loopback clients.",
+                    "request bodies are at most 1 MiB.",
         openapi_url="/api/v1/openapi.json", docs_url=None, redoc_url=None,
     )
     app.state.ctx = ctx
     app.include_router(api.router)
     app.include_router(pages.router)
+    app.include_router(login.router)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
 
     @app.exception_handler(CronctlError)
@@ -57,6 +59,8 @@ def build_app(ctx: ServeContext, version: str = "0") -> FastAPI:
         return error_response(request, 405, f"{request.method} is not allowed on "
                               f"{request.url.path}", None)
 
+    # Outermost of the application's own layers: nothing below it has read the request.
+    app.add_middleware(Gate, ctx=ctx)
     return app
 
 

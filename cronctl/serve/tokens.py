@@ -1,17 +1,29 @@
 """``[api] tokens_file``: one ``name role sha256hex`` per line (``#`` comments and blank
 lines allowed). The file holds digests only; a request's bearer token is hashed and
-compared in constant time. A token is never logged, stored or shown: only its name."""
+compared in constant time. A token is never logged, stored or shown: only its name.
+
+A running server notices an edited file by itself (:class:`TokenSource`): each request
+looks at the file's identity (one ``stat``) and reads it again when that changed, so a
+token added or revoked works at once, without a restart; SIGHUP reads it again too. A
+file that cannot be read or has a bad line fails closed: nobody is let in (503) until it
+is fixed, because keeping the old set would keep a token its owner just revoked.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
+import os
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cronctl.errors import ConfigError
+from cronctl.errors import ConfigError, CronctlError
+
+log = logging.getLogger("cronctl.serve")
 
 READ = "read"
 OPERATE = "operate"
@@ -75,3 +87,64 @@ def find_token(tokens: Sequence[Token], presented: str) -> Token | None:
         if hmac.compare_digest(token.digest, wanted):
             found = token
     return found
+
+
+class TokensUnavailable(CronctlError):
+    """HTTP 503: the tokens file cannot be read or has a bad line; nobody is let in."""
+
+
+def _identity(path: Path) -> tuple[int, ...] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+class TokenSource:
+    """The tokens of one file, read again whenever the file changes (see the module's
+    docstring). Thread-safe: reads run on the server's worker threads."""
+
+    def __init__(self, path: Path) -> None:
+        self._lock = threading.Lock()
+        self._path = path
+        self._seen: tuple[int, ...] | None = None
+        self._tokens: tuple[Token, ...] = ()
+        self._error: str | None = None
+        self._tokens = read_tokens(path)  # ConfigError at start: serve does not start
+        self._seen = _identity(path)
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def current(self) -> tuple[Token, ...]:
+        """The file's tokens as it is now; :class:`TokensUnavailable` while it is bad."""
+        seen = _identity(self._path)
+        with self._lock:
+            if seen is None or seen != self._seen:
+                self._read(seen)
+            if self._error is not None:
+                raise TokensUnavailable("the server's [api] tokens_file cannot be used; "
+                                        "its log says why")
+            return self._tokens
+
+    def reload(self, path: Path | None = None) -> None:
+        """Read the file again now (SIGHUP), or another file when ``path`` differs."""
+        with self._lock:
+            if path is not None and path != self._path:
+                log.info("[api] tokens_file is now %s (was %s)", path, self._path)
+                self._path = path
+            self._read(_identity(self._path))
+
+    def _read(self, seen: tuple[int, ...] | None) -> None:
+        try:
+            tokens = read_tokens(self._path)
+        except ConfigError as exc:
+            if self._error != str(exc):
+                log.error("%s; every request is refused (503) until it is fixed", exc)
+            self._error, self._seen = str(exc), seen
+            return
+        if tokens != self._tokens or self._error is not None:
+            log.info("[api] tokens_file %s read again: %d token(s)", self._path, len(tokens))
+        self._tokens, self._error, self._seen = tokens, None, seen
