@@ -5,6 +5,8 @@ problem (``/api``) or an error page (the dashboard), never a traceback."""
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +28,15 @@ def build_app(ctx: ServeContext, version: str = "0") -> FastAPI:
     from cronctl.serve import api, login, pages
     from cronctl.serve.gate import Gate
 
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        # uvicorn re-raises SIGTERM once it has shut down, so the process may end before
+        # the caller's ``finally``: what must outlive the last request is written here.
+        ctx.finish()
+
     app = FastAPI(
-        title="cronctl", version=version,
+        title="cronctl", version=version, lifespan=lifespan,
         description="The state of a cronctl installation, with the same documents as the "
                     "CLI's --json. Auth: 'Authorization: Bearer <token>' ([api] tokens_file); "
                     "request bodies are at most 1 MiB.",

@@ -88,11 +88,15 @@ class ServeContext:
     def start(self) -> None:
         self._writer.start()
 
-    def close(self) -> None:
+    def finish(self) -> None:
+        """Stop the refusal writer and write what it still holds (at shutdown)."""
         self._closed.set()
         if self._writer.is_alive():
             self._writer.join(timeout=5)
         self._flush_refusals(everything=True)
+
+    def close(self) -> None:
+        self.finish()
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.store.close()
 
