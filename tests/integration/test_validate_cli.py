@@ -251,6 +251,34 @@ def test_init_writes_valid_files_and_refuses_to_overwrite(tmp_path: Path,
     assert cli("init", "--dir", str(target), "--force").code == 0
 
 
+def test_init_writes_a_tokens_file_with_an_admin_token_shown_once(tmp_path: Path) -> None:
+    # cronctl serve needs a token for every request: init gives the first one
+    import hashlib
+    import stat
+
+    target = tmp_path / "new"
+    run = cli("init", "--dir", str(target))
+    assert run.code == 0, run.stderr
+    [line] = [x for x in run.stdout.splitlines() if "shown this once" in x]
+    token = line.rsplit(" ", 1)[1]
+    assert len(token) >= 43
+    tokens = target / "tokens"
+    assert stat.S_IMODE(tokens.stat().st_mode) == 0o600
+    text = tokens.read_text()
+    assert token not in text
+    assert f"admin operate {hashlib.sha256(token.encode()).hexdigest()}" in text
+    assert '[api]\ntokens_file = "tokens"' in (target / "cronctl.toml").read_text()
+    # a second init refuses to replace it; --force writes a new token, still 0600
+    (target / "cronctl.toml").unlink()
+    (target / "jobs.d" / "example.toml").unlink()
+    again = cli("init", "--dir", str(target))
+    assert again.code == 1 and "tokens already exists" in again.stderr
+    tokens.chmod(0o644)
+    forced = cli("init", "--dir", str(target), "--force")
+    assert forced.code == 0 and token not in forced.stdout
+    assert stat.S_IMODE(tokens.stat().st_mode) == 0o600 and tokens.read_text() != text
+
+
 def test_init_with_database_none_writes_a_starter_that_validates(tmp_path: Path) -> None:
     target = tmp_path / "none"
     assert cli("--database", "none", "init", "--dir", str(target)).code == 0

@@ -25,7 +25,7 @@ from cronctl.serve.auth import (
 )
 from cronctl.serve.hosts import AllowedHosts, host_of
 from cronctl.serve.limits import FailureLimit, RefusalTally, source_of
-from cronctl.serve.tokens import Token, TokensUnavailable, TokenSource, find_token, read_tokens
+from cronctl.serve.tokens import Token, TokenSource, TokensUnavailable, find_token, read_tokens
 
 
 def _sha(text: str) -> str:
