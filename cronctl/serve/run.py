@@ -58,9 +58,8 @@ def serve(options: GlobalOptions, listen: tuple[str, int] | None, version: str) 
 
 
 NO_TOKENS = ("'cronctl serve' needs [api] tokens_file, every request presents a token: "
-             "write one with 'cronctl init' (in a new directory), or add a line 'NAME operate "
-             "SHA256' (printf %s \"$TOKEN\" | sha256sum) to a file named by [api] "
-             "tokens_file in cronctl.toml, see cronctl.toml(5)")
+             "add tokens_file = \"tokens\" under [api] in cronctl.toml, then 'cronctl token "
+             "add NAME --role operate' prints one ('cronctl init' writes both)")
 
 
 def _reload(ctx: ServeContext) -> None:

@@ -256,7 +256,7 @@ def test_without_a_tokens_file_serve_does_not_start(tmp_path: Path) -> None:
     assert done.returncode == 1
     [line] = done.stderr.strip().splitlines()
     assert line.startswith("error: 'cronctl serve' needs [api] tokens_file")
-    assert "cronctl init" in line and "sha256sum" in line
+    assert "cronctl token add NAME --role operate" in line and "cronctl init" in line
 
 
 def test_a_slow_read_is_answered_503(tmp_path: Path) -> None:
