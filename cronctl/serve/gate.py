@@ -105,7 +105,13 @@ class Gate:
                 origin):
             return _problem(scope, 403, "the request's Origin is not this server's",
                             close=_has_body(headers))
-        if path.startswith("/static/") or path in OPEN_PATHS:
+        if path.startswith("/static/"):
+            return None
+        if path in OPEN_PATHS:
+            try:
+                ctx.token_source.current()  # the login page's CSRF key is made from them
+            except TokensUnavailable as exc:
+                return _problem(scope, 503, str(exc), close=_has_body(headers))
             if path == "/login" and method == "POST":
                 return self._limited(scope, headers)
             return None

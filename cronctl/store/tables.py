@@ -283,7 +283,7 @@ audit_log = sa.Table(
     metadata,
     sa.Column("id", BigId, primary_key=True, autoincrement=True),
     sa.Column("at", UtcDateTime(), nullable=False),
-    sa.Column("actor", sa.String(ID_LEN), nullable=False),  # the token's name, or "loopback"
+    sa.Column("actor", sa.String(ID_LEN), nullable=False),  # a token's name, or "unauthenticated"
     sa.Column("role", sa.String(16), nullable=True),  # read, operate; NULL when not known
     sa.Column("action", sa.String(32), nullable=False),  # trigger, cancel, pause, ...
     sa.Column("target", sa.String(ID_LEN), nullable=True),  # job id or execution id
