@@ -103,7 +103,10 @@ class ServeContext:
     # --- refused requests: one audit row per source and window ---------------------------
 
     def _write_refusals(self) -> None:
-        while not self._closed.wait(min(self.refusals.next_due() or 5.0, 5.0)):
+        while True:
+            due = self.refusals.next_due()
+            if self._closed.wait(5.0 if due is None else min(due, 5.0)):
+                return
             self._flush_refusals()
 
     def _flush_refusals(self, *, everything: bool = False) -> None:

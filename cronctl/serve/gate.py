@@ -20,7 +20,7 @@ document are for authenticated clients only.
 
 from __future__ import annotations
 
-import logging
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -30,6 +30,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from cronctl.errors import CronctlError
 from cronctl.escaping import printable
 from cronctl.serve.auth import (
     SESSION_COOKIE,
@@ -41,7 +42,7 @@ from cronctl.serve.auth import (
 )
 from cronctl.serve.context import ServeContext
 from cronctl.serve.limits import source_of
-from cronctl.serve.problems import PROBLEM_TYPE, problem
+from cronctl.serve.problems import PROBLEM_TYPE, problem, status_of
 from cronctl.serve.tokens import TokensUnavailable
 
 API_BODY_LIMIT = 1024 * 1024  # every request body of the API and the dashboard's forms
@@ -51,7 +52,6 @@ LOGIN_BODY_LIMIT = 16 * 1024  # the login form: a token and a path, read before 
 CHECKIN_BODY_LIMIT = 100 * 1024
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 OPEN_PATHS = ("/login", "/logout")
-log = logging.getLogger("cronctl.serve")
 
 
 class TooLarge(Exception):
@@ -124,6 +124,8 @@ class Gate:
             return _problem(scope, 503, str(exc), close=_has_body(headers))
         except Unauthorized as exc:
             return self._unauthorized(scope, headers, str(exc))
+        except CronctlError as exc:  # the session's store is unreachable: 503, one line
+            return _problem(scope, status_of(exc), str(exc), close=_has_body(headers))
         scope.setdefault("state", {})["principal"] = principal
         return None
 
@@ -137,8 +139,6 @@ class Gate:
             raise Unauthorized("a token is needed: 'Authorization: Bearer <token>', or log "
                                "in at /login")
         digest = session_digest(session)
-        from datetime import UTC, datetime
-
         record = await run_in_threadpool(self.ctx.store.find_api_session, digest,
                                          datetime.now(UTC))
         return session_principal(tokens, digest, None if record is None else record.token_name,

@@ -31,7 +31,7 @@ class ApiSessionRows(SqlConnection):
         S = api_sessions.c
         q = sa.select(api_sessions).where(S.id_digest == id_digest,
                                           S.expires_at > aware(now, "now"))
-        with self.engine.connect() as conn:
+        with self._read() as conn:
             row = conn.execute(q).first()
         if row is None:
             return None
