@@ -43,6 +43,7 @@ def build_app(ctx: ServeContext, version: str = "0") -> FastAPI:
         openapi_url="/api/v1/openapi.json", docs_url=None, redoc_url=None,
     )
     app.state.ctx = ctx
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     app.include_router(api.router)
     app.include_router(pages.router)
     app.include_router(login.router)
@@ -71,6 +72,22 @@ def build_app(ctx: ServeContext, version: str = "0") -> FastAPI:
     # Outermost of the application's own layers: nothing below it has read the request.
     app.add_middleware(Gate, ctx=ctx)
     return app
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """The generated document, with the bearer scheme every operation requires (the gate
+    checks it, so no route declares it)."""
+    if app.openapi_schema is None:
+        from fastapi.openapi.utils import get_openapi
+
+        doc = get_openapi(title=app.title, version=app.version,
+                          description=app.description, routes=app.routes)
+        doc.setdefault("components", {})["securitySchemes"] = {
+            "bearer": {"type": "http", "scheme": "bearer",
+                       "description": "A token of [api] tokens_file"}}
+        doc["security"] = [{"bearer": []}]
+        app.openapi_schema = doc
+    return app.openapi_schema
 
 
 def _validation_message(exc: RequestValidationError) -> str:

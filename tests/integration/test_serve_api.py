@@ -243,6 +243,12 @@ def test_openapi_document_validates_and_lists_every_endpoint(server: Server) -> 
     }
     listed = {(method, path) for path, item in doc["paths"].items() for method in item}
     assert listed == expected  # the dashboard's pages and forms stay out of it
+    # every operation requires the bearer token and may be refused by the gate
+    assert doc["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
+    assert doc["security"] == [{"bearer": []}]
+    for item in doc["paths"].values():
+        for operation in item.values():
+            assert {"401", "413", "421", "429"} <= set(operation["responses"])
     params = {p["name"] for p in doc["paths"]["/api/v1/executions"]["get"]["parameters"]}
     assert {"job", "status", "since", "until", "limit", "cursor"} <= params
     assert "from" in {p["name"] for p in doc["paths"]["/api/v1/jobs/{job_id}/next"]["get"][
