@@ -46,7 +46,21 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+BENCH_TOKEN = "bench-" + "0" * 40  # serve needs a token for every request
+
+
+def _tokens(folder: Path) -> None:
+    import hashlib
+
+    (folder / "tokens").write_text(
+        f"bench read {hashlib.sha256(BENCH_TOKEN.encode()).hexdigest()}\n")
+    config = folder / "cronctl.toml"
+    if "[api]" not in config.read_text():
+        config.write_text(config.read_text() + '\n[api]\ntokens_file = "tokens"\n')
+
+
 def _start(folder: Path) -> tuple[subprocess.Popen[bytes], int]:
+    _tokens(folder)
     port = _free_port()
     child = subprocess.Popen([sys.executable, "-m", "cronctl", "-c", "cronctl.toml", "serve",
                               "--listen", f"127.0.0.1:{port}"], cwd=folder, env=tree_env(),
@@ -68,7 +82,7 @@ def _get(port: int, path: str, conn: http.client.HTTPConnection | None = None
     own = conn is None
     conn = conn or http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     try:
-        conn.request("GET", path)
+        conn.request("GET", path, headers={"Authorization": f"Bearer {BENCH_TOKEN}"})
         response = conn.getresponse()
         body = response.read()
         return response.status, len(body)

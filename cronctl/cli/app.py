@@ -39,6 +39,7 @@ COMMANDS: dict[str, str] = {
     "spread": "cmd_spread",
     "serve": "cmd_serve",
     "audit": "cmd_audit",
+    "token": "cmd_token",
     "prune": "cmd_prune",
     "init": "cmd_init",
     "import-crontab": "cmd_import_crontab",

@@ -1,4 +1,6 @@
-"""``cronctl init``: a starter ``cronctl.toml`` and ``jobs.d/example.toml``."""
+"""``cronctl init``: a starter ``cronctl.toml``, ``jobs.d/example.toml`` and ``tokens``
+(the API's tokens file, mode 0600, with one ``operate`` token shown once: ``cronctl
+serve`` needs a token for every request)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ CONFIG_HEADER = """\
 # isolation: "process" runs each attempt of a python:/service: job in a child process of
 #   its own (a handler that exits, changes the environment or spins cannot touch the
 #   scheduler); "thread" (the default without this key) runs it on the scheduler's threads.
+# [api] tokens_file: the tokens `cronctl serve` accepts, one "name role sha256" a line;
+#   keep the file out of version control.
 
 """
 
@@ -36,8 +40,13 @@ CONFIG: dict[str, Any] = {
         "clock_skew_limit": "5m",
         "auto_migrate": True,
         "isolation": "process",
-    }
+    },
+    "api": {
+        "tokens_file": "tokens",
+    },
 }
+TOKENS_FILE = "tokens"
+ADMIN = "admin"
 
 JOBS_HEADER = """\
 # Jobs: one [jobs.<id>] table each; every *.toml file in this directory is read, in name
@@ -97,17 +106,22 @@ def starter(database: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
     return config, jobs
 
 
-def write_starter(directory: Path, force: bool, database: str | None = None) -> list[Path]:
-    """Write both files under ``directory``; refuse to overwrite unless ``force``."""
+def write_starter(directory: Path, force: bool, database: str | None = None
+                  ) -> tuple[list[Path], str]:
+    """Write the three files under ``directory``; refuse to overwrite unless ``force``.
+    The admin token, to be shown once."""
     import tomli_w
+
+    from cronctl.apitokens import create_tokens_file
 
     config, jobs = starter(database)
     files = [
         (directory / "cronctl.toml", CONFIG_HEADER + tomli_w.dumps(config)),
         (directory / "jobs.d" / "example.toml", JOBS_HEADER + tomli_w.dumps(jobs)),
     ]
+    tokens = directory / TOKENS_FILE
     if not force:
-        for path, _ in files:
+        for path in [*(p for p, _ in files), tokens]:
             try:
                 taken = path.exists() or path.is_symlink()
             except OSError as exc:  # found by fuzzing: a --dir too long to stat
@@ -123,7 +137,12 @@ def write_starter(directory: Path, force: bool, database: str | None = None) -> 
         except OSError as exc:
             raise CronctlError(f"cannot write {_shown(path)}: {exc.strerror or exc}") from None
         written.append(path)
-    return written
+    try:
+        token = create_tokens_file(tokens, ADMIN, "operate", force=force)
+    except OSError as exc:
+        raise CronctlError(f"cannot write {_shown(tokens)}: {exc.strerror or exc}") from None
+    written.append(tokens)
+    return written, token
 
 
 def _shown(path: Path) -> str:
@@ -138,12 +157,15 @@ def init(
     ] = Path("."),
     force: Annotated[bool, typer.Option("--force", help="Overwrite existing files.")] = False,
 ) -> None:
-    """Write a starter cronctl.toml and jobs.d/example.toml."""
+    """Write a starter cronctl.toml, jobs.d/example.toml and an API tokens file."""
     from cronctl.cli.options import global_options
     from cronctl.escaping import printable
 
-    for path in write_starter(directory, force, global_options(ctx).database):
+    written, token = write_starter(directory, force, global_options(ctx).database)
+    for path in written:
         typer.echo(printable(f"wrote {path}"))
+    typer.echo(f"API token {ADMIN!r} (operate), shown this once; {TOKENS_FILE} keeps only its "
+               f"sha256: {token}")
     typer.echo("next: edit them, then run 'cronctl validate' and 'cronctl list'")
 
 

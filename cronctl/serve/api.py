@@ -26,7 +26,23 @@ from cronctl.views.next import MAX_COUNT, job_target, next_fires, parse_from, to
 from cronctl.views.status import collect
 from cronctl.views.why import decide, why_document
 
-router = APIRouter(prefix="/api/v1")
+
+def _problem(description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/problem+json": {}}}
+
+
+# What the gate (cronctl/serve/gate.py) may answer any operation before it runs.
+GATE_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: _problem("Bad input, or a missing Host header"),
+    401: _problem("No token, an unknown one, or an ended session"),
+    413: _problem("The request body is over 1 MiB"),
+    421: _problem("The Host header names a host this server does not answer "
+                  "([api] allowed_hosts)"),
+    429: _problem("Too many failed authentications from this address; see Retry-After"),
+    503: _problem("The tokens file or the database cannot be used, or [api] query_timeout "
+                  "passed"),
+}
+router = APIRouter(prefix="/api/v1", responses=GATE_RESPONSES)
 DEFAULT_LIMIT = 20  # = cronctl history --limit
 MAX_PAGE = 1000
 

@@ -5,6 +5,8 @@ problem (``/api``) or an error page (the dashboard), never a traceback."""
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,18 +25,28 @@ log = logging.getLogger("cronctl.serve")
 
 
 def build_app(ctx: ServeContext, version: str = "0") -> FastAPI:
-    from cronctl.serve import api, pages
+    from cronctl.serve import api, login, pages
+    from cronctl.serve.gate import Gate
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        # uvicorn re-raises SIGTERM once it has shut down, so the process may end before
+        # the caller's ``finally``: what must outlive the last request is written here.
+        ctx.finish()
 
     app = FastAPI(
-        title="cronctl", version=version,
+        title="cronctl", version=version, lifespan=lifespan,
         description="The state of a cronctl installation, with the same documents as the "
                     "CLI's --json. Auth: 'Authorization: Bearer <token>' ([api] tokens_file); "
-                    "without a tokens file, read-only from loopback clients.",
+                    "request bodies are at most 1 MiB.",
         openapi_url="/api/v1/openapi.json", docs_url=None, redoc_url=None,
     )
     app.state.ctx = ctx
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     app.include_router(api.router)
     app.include_router(pages.router)
+    app.include_router(login.router)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
 
     @app.exception_handler(CronctlError)
@@ -57,7 +69,25 @@ def build_app(ctx: ServeContext, version: str = "0") -> FastAPI:
         return error_response(request, 405, f"{request.method} is not allowed on "
                               f"{request.url.path}", None)
 
+    # Outermost of the application's own layers: nothing below it has read the request.
+    app.add_middleware(Gate, ctx=ctx)
     return app
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """The generated document, with the bearer scheme every operation requires (the gate
+    checks it, so no route declares it)."""
+    if app.openapi_schema is None:
+        from fastapi.openapi.utils import get_openapi
+
+        doc = get_openapi(title=app.title, version=app.version,
+                          description=app.description, routes=app.routes)
+        doc.setdefault("components", {})["securitySchemes"] = {
+            "bearer": {"type": "http", "scheme": "bearer",
+                       "description": "A token of [api] tokens_file"}}
+        doc["security"] = [{"bearer": []}]
+        app.openapi_schema = doc
+    return app.openapi_schema
 
 
 def _validation_message(exc: RequestValidationError) -> str:

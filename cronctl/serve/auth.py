@@ -1,11 +1,19 @@
-"""Who is asking, and may they (SPEC section 10).
+"""Who is asking, and may they (SPEC section 10; docs/serve-security.md).
 
-- With ``[api] tokens_file``: every request presents a token, either as
-  ``Authorization: Bearer <token>`` (API clients) or in the ``cronctl_token`` cookie that
-  the dashboard's login form sets. An unknown token is 401; a ``POST`` by a ``read``
-  token is 403.
-- Without a tokens file: read-only, and only for clients on the loopback interface
-  (127.0.0.0/8, ::1); anyone else is 403, and every ``POST`` is 403.
+Every request presents a token, either as ``Authorization: Bearer <token>`` (API clients)
+or through a browser session: the dashboard's login form takes a token and opens a
+session, a random id kept in the ``cronctl_session`` cookie and, as its sha256, in the
+state database with the token it was opened with and its expiry. The cookie never holds
+the token. An unknown token or session is 401; a ``POST`` by a ``read`` token is 403.
+``cronctl serve`` does not start without ``[api] tokens_file``: over TCP nobody reads
+what the state database holds without a token.
+
+Sessions live in the database rather than in signed cookies because replicas share
+nothing else: a signed cookie would need its key and a revocation list shared by every
+replica, while a row is seen by all of them at once, and deleting it (logout) ends the
+session everywhere. The row is keyed by the id's digest, so whoever reads the database
+cannot take over a session with what it holds. A session ends at its expiry, at logout,
+or when its token leaves the tokens file or changes.
 
 A browser's ``POST`` is authenticated by its cookie, so it also needs a CSRF token (a
 signed double-submit cookie): the form's hidden ``csrf`` field must equal the
@@ -23,12 +31,11 @@ import secrets
 from dataclasses import dataclass
 
 from cronctl.errors import CronctlError
-from cronctl.listen import is_loopback
-from cronctl.serve.tokens import OPERATE, READ, Token, find_token
+from cronctl.serve.tokens import OPERATE, Token, find_token
 
-TOKEN_COOKIE = "cronctl_token"
+SESSION_COOKIE = "cronctl_session"
 CSRF_COOKIE = "cronctl_csrf"
-LOOPBACK_NAME = "loopback"
+SESSION_BYTES = 32
 
 
 class Unauthorized(CronctlError):
@@ -41,46 +48,51 @@ class Forbidden(CronctlError):
 
 @dataclass(frozen=True)
 class Principal:
-    name: str  # the token's name, or "loopback" without a tokens file
+    name: str  # the token's name
     role: str
     via_cookie: bool = False
+    session: str | None = None  # the session id's digest, for a browser session
 
     @property
     def can_operate(self) -> bool:
         return self.role == OPERATE
 
 
-def authenticate(tokens: tuple[Token, ...] | None, *, authorization: str | None,
-                 cookie: str | None, client: str | None) -> Principal:
-    """The principal of a request, or :class:`Unauthorized` / :class:`Forbidden`."""
-    if tokens is None:
-        if not is_loopback(client):
-            raise Forbidden("no [api] tokens_file is configured: the API answers loopback "
-                            "clients only")
-        return Principal(LOOPBACK_NAME, READ)
-    if authorization is not None:
-        scheme, _, presented = authorization.strip().partition(" ")
-        if scheme.lower() != "bearer" or not presented.strip():
-            raise Unauthorized("the Authorization header must be 'Bearer <token>'")
-        token = find_token(tokens, presented.strip())
-        if token is None:
-            raise Unauthorized("unknown token")
-        return Principal(token.name, token.role)
-    if cookie:
-        token = find_token(tokens, cookie)
-        if token is None:
-            raise Unauthorized("the session's token is no longer valid; log in again")
-        return Principal(token.name, token.role, via_cookie=True)
-    raise Unauthorized("a token is needed: 'Authorization: Bearer <token>', or log in at "
-                       "/login")
+def bearer(tokens: tuple[Token, ...], authorization: str) -> Principal:
+    """The principal of an ``Authorization`` header, or :class:`Unauthorized`."""
+    scheme, _, presented = authorization.strip().partition(" ")
+    if scheme.lower() != "bearer" or not presented.strip():
+        raise Unauthorized("the Authorization header must be 'Bearer <token>'")
+    token = find_token(tokens, presented.strip())
+    if token is None:
+        raise Unauthorized("unknown token")
+    return Principal(token.name, token.role)
+
+
+def session_principal(tokens: tuple[Token, ...], id_digest: str, token_name: str | None,
+                      token_digest: str | None) -> Principal:
+    """The principal of a live session row (``None`` fields: no such session, or it
+    expired), as long as its token is still in the tokens file unchanged."""
+    if token_name is None or token_digest is None:
+        raise Unauthorized("the session ended (it expired or you logged out); log in again")
+    token = next((t for t in tokens if t.name == token_name), None)
+    if token is None or not hmac.compare_digest(token.digest, token_digest):
+        raise Unauthorized("the session's token is no longer valid; log in again")
+    return Principal(token.name, token.role, via_cookie=True, session=id_digest)
+
+
+def new_session_id() -> str:
+    return secrets.token_urlsafe(SESSION_BYTES)
+
+
+def session_digest(session_id: str) -> str:
+    return hashlib.sha256(session_id.encode()).hexdigest()
 
 
 def require_operate(principal: Principal) -> None:
     if not principal.can_operate:
-        why = ("no [api] tokens_file is configured (read-only)"
-               if principal.name == LOOPBACK_NAME else
-               f"token {principal.name!r} has the role {principal.role!r}")
-        raise Forbidden(f"this needs the operate role; {why}")
+        raise Forbidden(f"this needs the operate role; token {principal.name!r} has the "
+                        f"role {principal.role!r}")
 
 
 # --- CSRF ---------------------------------------------------------------------------------

@@ -1,7 +1,9 @@
 """What every request of ``cronctl serve`` shares: the configuration, the jobs (re-read
 every few seconds, so an edited job file shows without a restart), one store (a
-connection pool; the server is stateless, the database is the state), the tokens, and
-the deadline on reads.
+connection pool; the server is stateless, the database is the state), the tokens (read
+again when their file changes), the Host names it answers, the limit on failed
+authentication, the tally of refused requests written to the audit log, and the deadline
+on reads.
 
 Reads run on a small pool of threads and are waited for at most ``[api] query_timeout``:
 a query that takes longer is answered 503 (a problem document saying so) instead of
@@ -12,6 +14,7 @@ rather than pile onto the database.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -28,10 +31,11 @@ if TYPE_CHECKING:
     from cronctl.jobs.model import JobDefinition
     from cronctl.jobs.violation import Violation
     from cronctl.options import GlobalOptions
-    from cronctl.serve.tokens import Token
+    from cronctl.serve.tokens import Token, TokenSource
     from cronctl.store.base import Store
 
 T = TypeVar("T")
+log = logging.getLogger("cronctl.serve")
 JOBS_TTL = 5.0  # seconds a loaded set of jobs is reused
 PAGE_TTL = 2.0  # seconds the jobs page's data is shared by the requests that ask for it
 READ_THREADS = 8
@@ -53,21 +57,70 @@ class Loaded:
 
 class ServeContext:
     def __init__(self, options: GlobalOptions, config: Config, store: Store,
-                 tokens: tuple[Token, ...] | None) -> None:
+                 tokens: TokenSource, listen_host: str = "127.0.0.1") -> None:
+        from cronctl.serve.hosts import AllowedHosts
+        from cronctl.serve.limits import FailureLimit, RefusalTally
+
         self.options = options
         self.config = config
         self.store = store
-        self.tokens = tokens  # None: no tokens file (read-only, loopback clients only)
+        self.token_source = tokens
+        self.listen_host = listen_host
+        self.hosts = AllowedHosts(listen_host, config.api.allowed_hosts)
+        self.session_lifetime = config.api.session_lifetime
+        self.failures = FailureLimit()
+        self.refusals = RefusalTally()
         self.timeout = config.api.query_timeout.total_seconds()
+        self._closed = threading.Event()
+        self._writer = threading.Thread(target=self._write_refusals, daemon=True,
+                                        name="cronctl-refusals")
         self._pool = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="cronctl-read")
         self._lock = threading.Lock()
         self._loaded: tuple[float, Loaded] | None = None
         self._memo: dict[str, tuple[float, object]] = {}
         self._gates: dict[str, threading.Lock] = {}
 
+    @property
+    def tokens(self) -> tuple[Token, ...]:
+        """The tokens file as it is now (:class:`TokensUnavailable` while it is bad)."""
+        return self.token_source.current()
+
+    def start(self) -> None:
+        self._writer.start()
+
+    def finish(self) -> None:
+        """Stop the refusal writer and write what it still holds (at shutdown)."""
+        self._closed.set()
+        if self._writer.is_alive():
+            self._writer.join(timeout=5)
+        self._flush_refusals(everything=True)
+
     def close(self) -> None:
+        self.finish()
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.store.close()
+
+    # --- refused requests: one audit row per source and window ---------------------------
+
+    def _write_refusals(self) -> None:
+        while True:
+            due = self.refusals.next_due()
+            if self._closed.wait(5.0 if due is None else min(due, 5.0)):
+                return
+            self._flush_refusals()
+
+    def _flush_refusals(self, *, everything: bool = False) -> None:
+        for tally in self.refusals.due(everything=everything):
+            status = max(tally.statuses, key=lambda k: tally.statuses[k])
+            try:
+                self.store.record_audit(
+                    at=tally.last, actor="unauthenticated", role=None, action="refused",
+                    target=None, detail=tally.detail(), status=status,
+                    result=f"{tally.count} request(s) refused without valid credentials",
+                    client=tally.client)
+            except Exception as exc:  # the log still says it
+                log.error("audit row not written (%d refused request(s) from %s): %s",
+                          tally.count, tally.client, exc)
 
     # --- jobs ----------------------------------------------------------------------------
 

@@ -1,6 +1,8 @@
-"""Each request's principal, and each ``POST``: authorised, CSRF-checked when it comes
-from a browser session, carried out, and written to the audit log (who, what, when, the
-result) whatever came of it."""
+"""Each request's principal (found by :mod:`cronctl.serve.gate` before the application
+ran), and each ``POST``: authorised, CSRF-checked when it comes from a browser session,
+carried out, and written to the audit log (who, what, when, the result) whatever came of
+it. Requests refused before authentication are tallied by the gate instead: an
+unauthenticated client cannot add a row per request."""
 
 from __future__ import annotations
 
@@ -15,10 +17,9 @@ from fastapi import Request
 from cronctl.errors import CronctlError
 from cronctl.serve.auth import (
     CSRF_COOKIE,
-    TOKEN_COOKIE,
     Forbidden,
     Principal,
-    authenticate,
+    Unauthorized,
     csrf_key,
     csrf_valid,
     require_operate,
@@ -40,14 +41,12 @@ def client_of(request: Request) -> str | None:
 
 
 def principal(request: Request) -> Principal:
-    """Who is asking (:class:`Unauthorized`, :class:`Forbidden`); remembered per request."""
-    cached = getattr(request.state, "principal", None)
-    if isinstance(cached, Principal):
-        return cached
-    found = authenticate(context(request).tokens,
-                         authorization=request.headers.get("authorization"),
-                         cookie=request.cookies.get(TOKEN_COOKIE), client=client_of(request))
-    request.state.principal = found
+    """Who is asking, as the gate found; :class:`Unauthorized` on a route the gate left
+    open (none of those may call this)."""
+    found = getattr(request.state, "principal", None)
+    if not isinstance(found, Principal):
+        raise Unauthorized("a token is needed: 'Authorization: Bearer <token>', or log in at "
+                           "/login")
     return found
 
 
@@ -83,7 +82,7 @@ def audited(request: Request, action: str, target: str | None, detail: dict[str,
 def _record(ctx: ServeContext, request: Request, who: Principal | None, action: str,
             target: str | None, detail: dict[str, Any] | None, status: int,
             result: str) -> None:
-    actor = who.name if who is not None else ("unknown token" if status == 401 else "-")
+    actor = who.name if who is not None else "-"
     try:
         ctx.store.record_audit(
             at=datetime.now(UTC), actor=actor, role=None if who is None else who.role,

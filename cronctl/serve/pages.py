@@ -4,7 +4,7 @@ page's live log is the one progressive script), and the forms behind its buttons
 Every page reads what the API reads, with the same :mod:`cronctl.views` functions; every
 button is a form ``POST`` that goes through the same action and audit path as the API
 (:mod:`cronctl.serve.api`), plus the CSRF check of a cookie session. A browser user logs
-in with a token (``/login``): it is kept in an HttpOnly, SameSite=Strict cookie.
+in with a token (``/login``, :mod:`cronctl.serve.login`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from cronctl.errors import CronctlError
 from cronctl.serve import api
-from cronctl.serve.auth import LOOPBACK_NAME, TOKEN_COOKIE, Unauthorized
 from cronctl.serve.guard import context, principal
 from cronctl.serve.render import page
 from cronctl.views import actions
@@ -124,49 +123,6 @@ def status_page(request: Request) -> Response:
     doc = api.get_status(request)
     violations = context(request).loaded(datetime.now(UTC)).violations
     return page(request, "status.html", state=doc, violations=violations)
-
-
-# --- login ---------------------------------------------------------------------------------
-
-
-@router.get("/login", response_class=HTMLResponse)
-def login_page(request: Request, next: str = "/") -> Response:
-    ctx = context(request)
-    return page(request, "login.html", next=_safe_next(next), tokens=ctx.tokens is not None,
-                error=None)
-
-
-@router.post("/login", response_class=HTMLResponse)
-def login(request: Request, token: str = Form(""), next: str = Form("/")) -> Response:
-    from cronctl.serve.auth import authenticate
-    from cronctl.serve.guard import client_of
-
-    ctx = context(request)
-    try:
-        who = authenticate(ctx.tokens, authorization=f"Bearer {token}", cookie=None,
-                           client=client_of(request))
-    except (Unauthorized, CronctlError) as exc:
-        return page(request, "login.html", status=401, next=_safe_next(next),
-                    tokens=ctx.tokens is not None, error=str(exc))
-    response = RedirectResponse(_safe_next(next), status_code=303)
-    if who.name != LOOPBACK_NAME:
-        response.set_cookie(TOKEN_COOKIE, token.strip(), httponly=True, samesite="strict",
-                            path="/")
-    return response
-
-
-@router.post("/logout")
-def logout() -> Response:
-    response = RedirectResponse("/login", status_code=303)
-    response.delete_cookie(TOKEN_COOKIE, path="/")
-    return response
-
-
-def _safe_next(target: str) -> str:
-    """Only a path on this server (no ``//host``, no scheme): no open redirect."""
-    if not target.startswith("/") or target.startswith("//") or "\\" in target:
-        return "/"
-    return target
 
 
 # --- buttons -------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from typing import Any
 from cronctl.errors import ConfigError, CronctlError, NotFoundError, StoreError, UsageError
 from cronctl.serve.auth import Forbidden, Unauthorized
 from cronctl.serve.context import Overloaded
+from cronctl.serve.tokens import TokensUnavailable
 from cronctl.views.actions import AlreadyFinal, NoScheduler
 
 PROBLEM_TYPE = "application/problem+json"
@@ -22,6 +23,7 @@ _STATUS: tuple[tuple[type[CronctlError], int], ...] = (
     (AlreadyFinal, 409),
     (NoScheduler, 409),
     (Overloaded, 503),
+    (TokensUnavailable, 503),
     (StoreError, 503),
     (ConfigError, 500),
 )

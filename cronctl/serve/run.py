@@ -4,11 +4,17 @@ application, and uvicorn running it until SIGTERM/SIGINT."""
 from __future__ import annotations
 
 import logging
+import signal
 import sys
+import threading
+from typing import TYPE_CHECKING
 
 from cronctl.apiconfig import DEFAULT_LISTEN
-from cronctl.errors import StoreError
+from cronctl.errors import ConfigError, StoreError
 from cronctl.options import GlobalOptions
+
+if TYPE_CHECKING:
+    from cronctl.serve.context import ServeContext
 
 log = logging.getLogger("cronctl.serve")
 
@@ -18,10 +24,9 @@ def serve(options: GlobalOptions, listen: tuple[str, int] | None, version: str) 
     import uvicorn
 
     from cronctl.config import format_listen, load_config
-    from cronctl.listen import is_loopback
     from cronctl.serve.app import build_app
     from cronctl.serve.context import ServeContext
-    from cronctl.serve.tokens import read_tokens
+    from cronctl.serve.tokens import TokenSource
     from cronctl.store import open_store
 
     config = load_config(options)  # ConfigError: the file's violations, one line each
@@ -29,24 +34,47 @@ def serve(options: GlobalOptions, listen: tuple[str, int] | None, version: str) 
         raise StoreError("'cronctl serve' shows the state database, and the database is "
                          "'none'; set [scheduler] database (or --database) to a SQLite or "
                          "PostgreSQL URL")
+    if config.api.tokens_file is None:
+        # Over TCP, the socket's peer says nothing about who may read the jobs' output
+        # (another local user, a reverse proxy, a rebound web page): a token says it.
+        raise ConfigError(NO_TOKENS)
     host, port = listen or config.api.listen or DEFAULT_LISTEN
-    tokens = read_tokens(config.api.tokens_file) if config.api.tokens_file else None
+    tokens = TokenSource(config.api.tokens_file)
     store = open_store(config.database, node_id=config.node_id,
                        auto_migrate=config.auto_migrate)
-    ctx = ServeContext(options, config, store, tokens)
+    ctx = ServeContext(options, config, store, tokens, listen_host=host)
     _logging(options.verbose)
     where = format_listen((host, port))
-    mode = (f"{len(tokens)} token(s) from {config.api.tokens_file}" if tokens is not None
-            else "no tokens file: read-only, loopback clients only")
-    log.info("serving http://%s/ (%s; database %s)", where, mode, config.database_display)
-    if tokens is None and not is_loopback(host):
-        log.warning("listening on %s without [api] tokens_file: clients that are not on "
-                    "loopback get 403", where)
+    log.info("serving http://%s/ (%d token(s) from %s; database %s)", where,
+             len(tokens.current()), config.api.tokens_file, config.database_display)
+    signal.signal(signal.SIGHUP, lambda *_: threading.Thread(
+        target=_reload, args=(ctx,), name="cronctl-sighup", daemon=True).start())
+    ctx.start()
     try:
         uvicorn.run(build_app(ctx, version), host=host, port=port, log_level="warning",
                     access_log=options.verbose > 0, server_header=False, proxy_headers=False)
     finally:
         ctx.close()
+
+
+NO_TOKENS = ("'cronctl serve' needs [api] tokens_file, every request presents a token: "
+             "add tokens_file = \"tokens\" under [api] in cronctl.toml, then 'cronctl token "
+             "add NAME --role operate' prints one ('cronctl init' writes both)")
+
+
+def _reload(ctx: ServeContext) -> None:
+    """SIGHUP: read the tokens file again, following ``[api] tokens_file`` if the
+    configuration now names another one."""
+    from cronctl.config import read_config
+
+    try:
+        path = read_config(ctx.options).config.api.tokens_file
+    except Exception as exc:  # a broken cronctl.toml: keep the file in use
+        log.error("SIGHUP: cronctl.toml cannot be read (%s); reading %s again", exc,
+                  ctx.token_source.path)
+        path = None
+    ctx.token_source.reload(path)
+    log.info("SIGHUP: tokens file %s read again", ctx.token_source.path)
 
 
 def _logging(verbose: int) -> None:

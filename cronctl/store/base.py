@@ -42,6 +42,7 @@ from cronctl.store.records import (
     NodeRecord,
     ScheduleState,
     SchemaMismatch,
+    SessionRecord,
     SkipRecord,
     StoreError,
     StoreUnavailable,
@@ -393,6 +394,25 @@ class Audit(Protocol):
         ...
 
 
+class ApiSessions(Protocol):
+    """The dashboard's browser sessions (``cronctl serve``), shared by every replica: a
+    row per live session, keyed by the sha256 of its random id; logout deletes it."""
+
+    def open_api_session(self, *, id_digest: str, token_name: str, token_digest: str,
+                         created_at: datetime, expires_at: datetime,
+                         client: str | None) -> None:
+        """Add a session (and delete those expired by ``created_at``)."""
+        ...
+
+    def find_api_session(self, id_digest: str, now: datetime) -> SessionRecord | None:
+        """The session, or ``None`` when there is none or it expired by ``now``."""
+        ...
+
+    def end_api_session(self, id_digest: str) -> bool:
+        """Delete the session; whether there was one."""
+        ...
+
+
 @runtime_checkable
 class Reader(Reads, Protocol):
     """What the read commands use: the :class:`Reads` role and ``close``; the full store
@@ -406,7 +426,8 @@ class Requester(Reader, TriggerQueue, Protocol):
     the full store and :class:`cronctl.store.reader.DbReader` are each one."""
 
 
-class Store(FirePath, Reads, Triggers, Liveness, Upkeep, Audit, Protocol):
+class Store(FirePath, Reads, Triggers, Liveness, Upkeep, Audit, ApiSessions,
+            Protocol):
     """The durable state of cronctl: every role. See the module docstring for the
     conventions every method keeps."""
 
@@ -432,6 +453,7 @@ class Store(FirePath, Reads, Triggers, Liveness, Upkeep, Audit, Protocol):
 
 
 __all__ = [
+    "ApiSessions",
     "Audit",
     "AuditRecord",
     "DeliveryFailures",

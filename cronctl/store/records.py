@@ -134,6 +134,18 @@ class LogLine:
 
 
 @dataclass(frozen=True)
+class SessionRecord:
+    """A live browser session of the dashboard: the token it was opened with (its name
+    and digest, never the token) and its lifetime."""
+
+    token_name: str
+    token_digest: str
+    created_at: datetime
+    expires_at: datetime
+    client: str | None
+
+
+@dataclass(frozen=True)
 class AuditRecord:
     """One ``POST`` to the HTTP API: who (the token's name, never the token), what (the
     action and its target), when, and what came of it (the HTTP status and ``"ok"`` or
@@ -213,6 +225,7 @@ def statuses(value: ExecutionStatus | Collection[ExecutionStatus]) -> tuple[Exec
 
 
 __all__ = [
+    "SessionRecord",
     "DeliveryFailures",
     "ExecutionRecord",
     "LogLine",

@@ -33,6 +33,7 @@ from cronctl.store.records import SchemaMismatch
 from cronctl.store.retention import Retention
 from cronctl.store.schedules import Schedules
 from cronctl.store.schema import HEAD
+from cronctl.store.sessions import ApiSessionRows
 from cronctl.store.skips import SkipLedger
 from cronctl.store.sqlitefile import FileId, file_id, replaced
 from cronctl.store.triggers import TriggerRequests
@@ -40,7 +41,7 @@ from cronctl.store.urls import kind_of, sqlite_path
 
 
 class SqlStore(Schedules, Executions, GuardLocks, JobLogs, TriggerRequests, Nodes,
-               SkipLedger, Notices, Retention, AuditLog):
+               SkipLedger, Notices, Retention, AuditLog, ApiSessionRows):
     """The Store Protocol over SQLite or PostgreSQL. Thread-safe (a connection pool)."""
 
     def __init__(self, engine: Engine, url: str, *, node_id: str = "") -> None:

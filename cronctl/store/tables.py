@@ -283,7 +283,7 @@ audit_log = sa.Table(
     metadata,
     sa.Column("id", BigId, primary_key=True, autoincrement=True),
     sa.Column("at", UtcDateTime(), nullable=False),
-    sa.Column("actor", sa.String(ID_LEN), nullable=False),  # the token's name, or "loopback"
+    sa.Column("actor", sa.String(ID_LEN), nullable=False),  # a token's name, or "unauthenticated"
     sa.Column("role", sa.String(16), nullable=True),  # read, operate; NULL when not known
     sa.Column("action", sa.String(32), nullable=False),  # trigger, cancel, pause, ...
     sa.Column("target", sa.String(ID_LEN), nullable=True),  # job id or execution id
@@ -292,4 +292,21 @@ audit_log = sa.Table(
     sa.Column("result", sa.Text(), nullable=False),  # "ok", or the one-line error
     sa.Column("client", sa.String(64), nullable=True),  # the client's address
     sa.Index("ix_audit_log_at", "at"),
+)
+
+# The dashboard's browser sessions (``cronctl serve``): the sha256 of a random session id
+# (the cookie holds the id; a reader of this table cannot log in with what it holds), the
+# token it was opened with (by name and digest: a token removed or changed in the tokens
+# file ends its sessions), and when it ends. Logout deletes the row. Kept in the state
+# database because every replica of ``cronctl serve`` must see the same sessions.
+api_sessions = sa.Table(
+    "api_sessions",
+    metadata,
+    sa.Column("id_digest", sa.String(64), primary_key=True),
+    sa.Column("token_name", sa.String(64), nullable=False),
+    sa.Column("token_digest", sa.String(64), nullable=False),
+    sa.Column("created_at", UtcDateTime(), nullable=False),
+    sa.Column("expires_at", UtcDateTime(), nullable=False),
+    sa.Column("client", sa.String(64), nullable=True),
+    sa.Index("ix_api_sessions_expires_at", "expires_at"),
 )

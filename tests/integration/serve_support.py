@@ -210,9 +210,77 @@ def start_server(project: Project, *args: str) -> Server:
         if process.poll() is not None:
             raise AssertionError(f"cronctl serve exited: {process.communicate()[1]}")
         try:
-            with urllib.request.urlopen(server.base + "/api/v1/openapi.json", timeout=2):
+            with urllib.request.urlopen(server.base + "/login", timeout=2):  # open to all
                 return server
         except (urllib.error.URLError, ConnectionError, OSError):
             time.sleep(0.1)
     server.stop()
     raise AssertionError("cronctl serve did not answer within 30 s")
+
+
+def memory_kib(pid: int) -> dict[str, int]:
+    """``VmRSS`` and ``VmHWM`` (the peak) of ``pid``, in KiB, from /proc/PID/status."""
+    found: dict[str, int] = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            found[key] = int(value.split()[0])
+    return found
+
+
+def stream_post(base: str, path: str, size: int, *, headers: dict[str, str] | None = None,
+                chunked: bool = False, chunk: int = 1 << 20, timeout: float = 120,
+                heed_answer: bool = False) -> tuple[int | None, int, bytes]:
+    """POST ``size`` bytes to ``path`` over a raw socket, a chunk at a time, as an
+    attacker would: on until the server closes the connection (or, ``heed_answer``,
+    until it answers). The status (``None``: no answer), how many body bytes the socket
+    took, and what the server sent."""
+    import select
+    from urllib.parse import urlsplit
+
+    where = urlsplit(base)
+    sock = socket.create_connection((where.hostname, where.port), timeout=timeout)
+    lines = [f"POST {path} HTTP/1.1", f"Host: {where.netloc}",
+             "Content-Type: application/json"]
+    lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
+    lines.append("Transfer-Encoding: chunked" if chunked else f"Content-Length: {size}")
+    sent, answer = 0, b""
+    block = b"[" + b" " * (chunk - 1)
+    try:
+        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        while sent < size:
+            readable, _, _ = select.select([sock], [], [], 0)
+            if readable and heed_answer:
+                break
+            if readable and not answer:
+                answer = sock.recv(65536)  # keep the answer: a reset may lose it
+            piece = block[:min(chunk, size - sent)]
+            sock.sendall(f"{len(piece):x}\r\n".encode() + piece + b"\r\n" if chunked
+                         else piece)
+            sent += len(piece)
+        if chunked and sent >= size:
+            sock.sendall(b"0\r\n\r\n")
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    deadline = time.monotonic() + timeout
+    try:
+        while b"\r\n\r\n" not in answer and time.monotonic() < deadline:
+            data = sock.recv(65536)
+            if not data:
+                break
+            answer += data
+        head, _, rest = answer.partition(b"\r\n\r\n")
+        length = next((int(v) for k, _, v in (h.partition(b":") for h in head.split(b"\r\n"))
+                       if k.strip().lower() == b"content-length"), 0)
+        while len(rest) < length and time.monotonic() < deadline:
+            data = sock.recv(65536)
+            if not data:
+                break
+            rest += data
+            answer += data
+    except (ConnectionResetError, TimeoutError):
+        pass
+    finally:
+        sock.close()
+    status = int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/1.1 ") else None
+    return status, sent, answer

@@ -1,5 +1,5 @@
-"""``cronctl validate``, ``list`` and ``init`` end to end: exit codes, JSON shapes, the
-text formats, no traceback on bad input, and a start-up that stays light."""
+"""``cronctl validate``, ``list``, ``init`` and ``token add`` end to end: exit codes, JSON
+shapes, the text formats, no traceback on bad input, and a start-up that stays light."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import typer
 from typer.testing import CliRunner
 
 from cronctl.cli import app as app_module
-from cronctl.cli import cmd_init, cmd_list, cmd_validate
+from cronctl.cli import cmd_init, cmd_list, cmd_token, cmd_validate
 from cronctl.errors import CronctlError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -26,7 +26,7 @@ GOOD = '[jobs.hello]\ncron = "0 * * * * *"\ncommand = ["echo", "hi"]\n'
 def build_app() -> typer.Typer:
     app = typer.Typer(pretty_exceptions_enable=False)
     app.callback()(app_module._globals)
-    for module in (cmd_validate, cmd_list, cmd_init):
+    for module in (cmd_validate, cmd_list, cmd_init, cmd_token):
         module.register(app)
     return app
 
@@ -257,6 +257,34 @@ def test_init_writes_valid_files_and_refuses_to_overwrite(tmp_path: Path,
     assert cli("init", "--dir", str(target), "--force").code == 0
 
 
+def test_init_writes_a_tokens_file_with_an_admin_token_shown_once(tmp_path: Path) -> None:
+    # cronctl serve needs a token for every request: init gives the first one
+    import hashlib
+    import stat
+
+    target = tmp_path / "new"
+    run = cli("init", "--dir", str(target))
+    assert run.code == 0, run.stderr
+    [line] = [x for x in run.stdout.splitlines() if "shown this once" in x]
+    token = line.rsplit(" ", 1)[1]
+    assert len(token) >= 43
+    tokens = target / "tokens"
+    assert stat.S_IMODE(tokens.stat().st_mode) == 0o600
+    text = tokens.read_text()
+    assert token not in text
+    assert f"admin operate {hashlib.sha256(token.encode()).hexdigest()}" in text
+    assert '[api]\ntokens_file = "tokens"' in (target / "cronctl.toml").read_text()
+    # a second init refuses to replace it; --force writes a new token, still 0600
+    (target / "cronctl.toml").unlink()
+    (target / "jobs.d" / "example.toml").unlink()
+    again = cli("init", "--dir", str(target))
+    assert again.code == 1 and "tokens already exists" in again.stderr
+    tokens.chmod(0o644)
+    forced = cli("init", "--dir", str(target), "--force")
+    assert forced.code == 0 and token not in forced.stdout
+    assert stat.S_IMODE(tokens.stat().st_mode) == 0o600 and tokens.read_text() != text
+
+
 def test_init_with_database_none_writes_a_starter_that_validates(tmp_path: Path) -> None:
     target = tmp_path / "none"
     assert cli("--database", "none", "init", "--dir", str(target)).code == 0
@@ -360,3 +388,28 @@ def test_a_unicode_digit_in_a_path_is_a_violation_not_a_traceback(tmp_path: Path
     proc = subprocess.run([sys.executable, "-m", "cronctl", "--jobs-dir=²", "validate"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr + proc.stdout
+
+
+def test_token_add_appends_a_digest_and_prints_the_token_once(tmp_path: Path) -> None:
+    import hashlib
+    import stat
+
+    config = tmp_path / "cronctl.toml"
+    config.write_text('[scheduler]\ndatabase = "none"\n')
+    run = cli("--config", str(config), "token", "add", "me")
+    assert run.code == 1 and "no [api] tokens_file" in run.stderr
+    config.write_text('[scheduler]\ndatabase = "none"\n[api]\ntokens_file = "tokens"\n')
+    run = cli("--config", str(config), "token", "add", "me", "--role", "operate")
+    assert run.code == 0, run.stderr
+    token = run.stdout.strip()
+    tokens = tmp_path / "tokens"
+    assert stat.S_IMODE(tokens.stat().st_mode) == 0o600
+    text = tokens.read_text()
+    assert token not in text and f"me operate {hashlib.sha256(token.encode()).hexdigest()}" in text
+    second = cli("--config", str(config), "token", "add", "ci")
+    assert second.code == 0 and second.stdout.strip() != token
+    assert tokens.read_text().startswith(text) and "\nci read " in tokens.read_text()
+    for args, says in ((("me",), "already has a token named 'me'"),
+                       (("a/b",), "token name"), (("x", "--role", "admin"), "read or operate")):
+        bad = cli("--config", str(config), "token", "add", *args)
+        assert bad.code == 1 and says in bad.stderr and bad.stderr.count("\n") == 1

@@ -45,3 +45,22 @@ def test_bad_values_are_violations_with_lines(tmp_path: Path) -> None:
     assert any(":5:" in p and "api.lisen" in p and "did you mean" in p for p in problems)
     _, problems = _read(tmp_path, 'api = "yes"\n')
     assert any("must be a table" in p for p in problems)
+
+
+def test_allowed_hosts_and_session_lifetime(tmp_path: Path) -> None:
+    api, problems = _read(tmp_path, '[api]\nallowed_hosts = ["Cron.Example.com.", "10.0.0.5", '
+                                    '"[::1]", "cron.example.com"]\nsession_lifetime = "8h"\n')
+    assert problems == []
+    assert api.allowed_hosts == ("cron.example.com", "10.0.0.5", "::1")
+    assert api.session_lifetime == timedelta(hours=8)
+    assert _read(tmp_path, "")[0].session_lifetime == timedelta(hours=12)
+    for bad, says in (('"cron.example.com"', "list of host names"),
+                      ('["https://cron.example.com"]', "no scheme, port or path"),
+                      ('["cron.example.com:8443"]', "no scheme, port or path"),
+                      ('[""]', "not a host name"), ("[3]", "not a host name")):
+        _, problems = _read(tmp_path, f"[api]\nallowed_hosts = {bad}\n")
+        assert len(problems) == 1 and "api.allowed_hosts" in problems[0], bad
+        assert says in problems[0], (bad, problems)
+    for bad in ('"0s"', '"31d"', '"soon"'):
+        _, problems = _read(tmp_path, f"[api]\nsession_lifetime = {bad}\n")
+        assert len(problems) == 1 and "api.session_lifetime" in problems[0], bad

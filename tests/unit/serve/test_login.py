@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cronctl.serve.pages import _safe_next
+from cronctl.serve.login import safe_next
 
 
 @pytest.mark.parametrize(("given", "kept"), [
@@ -17,4 +17,4 @@ from cronctl.serve.pages import _safe_next
     ("", "/"),
 ])
 def test_next_stays_on_this_server(given: str, kept: str) -> None:
-    assert _safe_next(given) == kept
+    assert safe_next(given) == kept
