@@ -210,7 +210,7 @@ def _global_params() -> list[typer.core.TyperOption]:
     ]
 
 
-_JOB_PARAMS = ("job", "job_id")  # the parameters that name a job, in every command
+_JOB_PARAMS = ("job", "job_id", "job_option")  # the parameters that name a job, in every command
 
 
 def _checked_job_ids(command: Any) -> None:
@@ -274,11 +274,14 @@ def _tidy_help(command: Any) -> None:
 
 
 def _capital_metavar(param: Any) -> None:
-    shown = (param.metavar or param.name or "").strip("[]{}").upper()
-    optional = f"[{shown}]"
+    """An argument's metavar is shown as written (``JOB`` where the job may also come as
+    ``--job``); without one, its name in capitals, in brackets when it may be left out."""
+    written = param.metavar
+    shown = (written or param.name or "").upper()
+    optional = written or f"[{shown}]"
 
     def make_metavar(ctx: Any = None, *, usage: bool = False) -> str:
-        return optional if usage and not param.required else shown
+        return optional if usage and not param.required else shown.strip("[]")
 
     param.make_metavar = make_metavar
 

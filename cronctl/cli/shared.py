@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cronctl.errors import NotFoundError, StoreError
+from cronctl.errors import NotFoundError, StoreError, UsageError
 from cronctl.views.common import execution_json as execution_json  # re-exported for cmd_*
 from cronctl.views.common import fenced_note as fenced_note
 from cronctl.views.common import iso_z as iso_z
@@ -177,6 +177,28 @@ def get_execution(store: Reader | None, execution_id: int) -> ExecutionRecord:
     if record is None:
         raise NotFoundError(f"no execution {execution_id}")
     return record
+
+
+# --- naming a job ---------------------------------------------------------------------
+
+JOB_OPTION_HELP = "The job (the same as JOB: every command that names a job takes both)."
+
+
+def job_named(argument: str | None, option: str | None) -> str | None:
+    """The job named as the argument ``JOB`` or as ``--job JOB`` (``None``: neither):
+    ``logs`` and ``cancel`` take ``--job`` (their argument is an execution id), so every
+    command that names a job accepts that spelling too. :class:`UsageError` for two."""
+    if argument is not None and option is not None and argument != option:
+        raise UsageError(f"JOB {argument!r} and --job {option!r}: name the job once")
+    return option if option is not None else argument
+
+
+def one_job(argument: str | None, option: str | None) -> str:
+    """:func:`job_named` for a command that needs a job."""
+    job = job_named(argument, option)
+    if job is None:
+        raise UsageError("missing JOB (the job's id, as an argument or as --job JOB)")
+    return job
 
 
 # --- rendering -------------------------------------------------------------------------

@@ -207,12 +207,13 @@ def test_history_shows_what_a_command_used(env: Env) -> None:
     assert {k: rows[eid][k] for k in ("exit_code", "signal", "cpu_seconds",
                                       "max_rss_bytes")} == {
         "exit_code": None, "signal": "SIGKILL", "cpu_seconds": 1.25,
-        "max_rss_bytes": 64 * 1024**2}
+        # issue 39: wait4's peak is the scheduler's own for every command: not shown
+        "max_rss_bytes": None}
     assert rows[other]["cpu_seconds"] is None
     wide = env.cli("history", "--wide").stdout.splitlines()
     assert wide[0].split()[-6:] == ["EXIT", "SIGNAL", "CPU", "MAX", "RSS", "ERROR"]
     row = next(line for line in wide if line.startswith(str(eid)))
-    assert re.split(r" {2,}", row)[-5:] == ["-", "SIGKILL", "1.25s", "64.0M",
+    assert re.split(r" {2,}", row)[-5:] == ["-", "SIGKILL", "1.25s", "-",
                                             "killed by SIGKILL (out of memory?)"]
     narrow = env.cli("history").stdout.splitlines()
     assert "SIGNAL" not in narrow[0]
