@@ -35,7 +35,7 @@ def prune(
     options = global_options(ctx)
     config = load_config(options)
     require_database(config, "'cronctl prune'")
-    _, store = open_state(options)
+    _, store = open_state(options, missing_ok=True)  # an empty database: nothing to prune
     counts, freed = PruneCounts(), 0
     if store is not None:
         try:

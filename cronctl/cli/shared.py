@@ -1,8 +1,8 @@
 """What several commands share, so that no ``cmd_*`` module imports another.
 
 Reading the configuration and the jobs (:func:`check_all`), opening the state database
-(:func:`open_state` for the read-only commands, :func:`open_for_writing` for the ones that
-may create it), looking up a job or an execution, reading ``T`` arguments, and the shapes
+(:func:`open_state` and :func:`open_reader` for the read-only commands, which never
+create it, :func:`open_for_writing` for the ones that may), looking up a job or an execution, reading ``T`` arguments, and the shapes
 an execution is shown in.
 
 Imported by every command at start-up: only the standard library and cronctl's leaf
@@ -73,32 +73,37 @@ def check_all(options: GlobalOptions, now: datetime | None = None, *,
 # --- the state database ----------------------------------------------------------------
 
 
-def open_state(options: GlobalOptions) -> tuple[Config, Store | None]:
-    """The config and its store. ``None`` when the SQLite file does not exist yet (nothing
-    ever ran; an operator command must not create it). Raises :class:`StoreError` for
-    ``database = "none"``: there is no shared state to look at."""
+def open_state(options: GlobalOptions, *, missing_ok: bool = False
+               ) -> tuple[Config, Store | None]:
+    """The config and its store. A SQLite file that does not exist is not created (an
+    operator command must not create it): :class:`NotFoundError` naming it (exit 3), or
+    ``None`` with ``missing_ok`` (``prune``, ``replay --dry-run``: what they would do to
+    an empty database is the answer). Raises :class:`StoreError` for ``database =
+    "none"``: there is no shared state to look at."""
     from cronctl.config import load_config
 
     config = load_config(options)
-    if _no_state(config):
+    if _no_state(config, missing_ok):
         return config, None
     return config, _open_store(config)
 
 
-def open_reader(options: GlobalOptions) -> tuple[Config, Requester | None]:
+def open_reader(options: GlobalOptions) -> tuple[Config, Requester]:
     """Like :func:`open_state`, for the commands that only read (``history``, ``logs``,
-    ``status``, ``why``) or queue a trigger request (``trigger``): a database at the
-    schema head is used without SQLAlchemy (:mod:`cronctl.store.reader`), anything else
-    through the full store."""
+    ``why``): a database at the schema head is used without SQLAlchemy
+    (:mod:`cronctl.store.reader`), anything else through the full store."""
     from cronctl.config import load_config
 
     config = load_config(options)
-    return config, reader_for(config)
+    reader = reader_for(config)
+    assert reader is not None  # a missing file is NotFoundError without missing_ok
+    return config, reader
 
 
-def reader_for(config: Config) -> Requester | None:
-    """:func:`open_reader` for a configuration already loaded."""
-    if _no_state(config):
+def reader_for(config: Config, *, missing_ok: bool = False) -> Requester | None:
+    """:func:`open_reader` for a configuration already loaded (``status``; ``trigger``
+    with ``missing_ok``, where no database means no scheduler)."""
+    if _no_state(config, missing_ok):
         return None
     from cronctl.store.reader import open_reader as open_db_reader
 
@@ -106,15 +111,23 @@ def reader_for(config: Config) -> Requester | None:
     return reader if reader is not None else _open_store(config)
 
 
-def _no_state(config: Config) -> bool:
-    """True when the SQLite file does not exist yet; :class:`StoreError` for
-    ``database = "none"``."""
+def _no_state(config: Config, missing_ok: bool) -> bool:
+    """True when the SQLite file does not exist and ``missing_ok``; without it
+    :class:`NotFoundError`: a mistyped path read as an empty database ("no executions",
+    "no live nodes", exit 0). :class:`StoreError` for ``database = "none"``."""
     if config.database.strip().lower() == "none":
         raise StoreError(
             "the database is 'none': executions are kept in the scheduler's memory only; "
             "set [scheduler] database (or --database) to a SQLite or PostgreSQL URL"
         )
-    return _sqlite_file_missing(config.database)
+    missing = _sqlite_file_missing(config.database)
+    if missing is None or missing_ok:
+        return missing is not None
+    where = missing.parent
+    why = ("nothing has run with it yet" if where.is_dir()
+           else f"nor does its directory {where}")
+    raise NotFoundError(f"the database {missing} does not exist ({why}); check --database "
+                        "or [scheduler] database, or start 'cronctl run' first")
 
 
 def _open_store(config: Config) -> Store:
@@ -130,15 +143,17 @@ def _open_store(config: Config) -> Store:
         raise StoreError(f"cannot open {redact_url(url)}: {exc}") from None
 
 
-def _sqlite_file_missing(url: str) -> bool:
+def _sqlite_file_missing(url: str) -> Path | None:
+    """The SQLite file ``url`` names, when it does not exist."""
     from cronctl.store.urls import sqlite_path
 
     if not url.strip().lower().startswith("sqlite"):
-        return False
+        return None
     database = sqlite_path(url)
     if database is None or database.startswith("file:"):
-        return False
-    return not Path(database).exists()
+        return None
+    path = Path(database)
+    return None if path.exists() else path.absolute()
 
 
 def require_database(config: Config, what: str) -> None:

@@ -248,13 +248,22 @@ def test_history_of_a_removed_job_still_shows_its_rows(env: Env) -> None:
     assert [r["id"] for r in run.json()["executions"]] == [eid]  # type: ignore[index]
 
 
-def test_history_without_a_database_file_does_not_create_it(tmp_path: Path) -> None:
+def test_reading_a_database_file_that_does_not_exist_says_so(tmp_path: Path) -> None:
+    """Issue 39: `--database sqlite:////nonexistent/dir/x.db history` printed "no
+    executions" (exit 0): a mistyped path looked like an empty database. Not created."""
     db = tmp_path / "missing.db"
     config = tmp_path / "cronctl.toml"
     config.write_text(f'[scheduler]\ndatabase = "sqlite:///{db}"\n')
-    result = CliRunner().invoke(APP, ["--config", str(config), "history", "--json"])
-    assert result.exit_code == 0
-    assert json.loads(result.stdout) == {"executions": []}
+    env = Env(config, "", None)  # type: ignore[arg-type]
+    for args in (["history", "--json"], ["history"], ["logs", "--job", "backup"],
+                 ["logs", "7"], ["cancel", "7"]):
+        run = env.cli(*args)
+        assert run.code == 3, (args, run)
+        assert run.stderr == (f"error: the database {db} does not exist (nothing has run "
+                              "with it yet); check --database or [scheduler] database, or "
+                              "start 'cronctl run' first\n"), args
+    typo = env.cli("--database", "sqlite:////nonexistent/dir/x.db", "history")
+    assert typo.code == 3 and "nor does its directory /nonexistent/dir" in typo.stderr
     assert not db.exists()
 
 

@@ -320,8 +320,10 @@ def test_status_without_shared_state(cli: Cli, tmp_path: Path) -> None:
     assert doc["shared_state"] is False and doc["nodes"] == [] and doc["running"] == []
     assert sorted(f["job"] for f in doc["next"] if f["job"] in OURS) == ["hourly", "quarter"]
     assert "no shared state" in cli("--database", "none", "status").out
-    fresh = cli("status", "--json")  # the SQLite file does not exist yet: nothing ran
-    assert fresh.rc == 0 and fresh.json()["nodes"] == []
+    # issue 39: a database file that does not exist said "no live nodes" (exit 0)
+    fresh = cli("status", "--json")
+    assert fresh.rc == 3 and fresh.out == ""
+    assert "state.db does not exist" in fresh.err
     assert not (tmp_path / "state.db").exists()
 
 
