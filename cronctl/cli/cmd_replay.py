@@ -82,7 +82,8 @@ def replay(
     chained = chain_for(config, job) if chain else []
     # A dry run is read-only: a database that does not exist yet has no executions and no
     # requests (and is not created).
-    store = open_state(options, missing_ok=True)[1] if dry_run else open_for_writing(config, "'cronctl replay'")
+    store = (open_state(options, missing_ok=True)[1] if dry_run
+             else open_for_writing(config, "'cronctl replay'"))
     try:
         done = run_replay(config, store, job, start, end, max_count=max_count,
                           dry_run=dry_run, now=now, chained=chained)

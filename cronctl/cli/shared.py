@@ -2,8 +2,8 @@
 
 Reading the configuration and the jobs (:func:`check_all`), opening the state database
 (:func:`open_state` and :func:`open_reader` for the read-only commands, which never
-create it, :func:`open_for_writing` for the ones that may), looking up a job or an execution, reading ``T`` arguments, and the shapes
-an execution is shown in.
+create it, :func:`open_for_writing` for the ones that may), naming a job (``JOB`` or
+``--job``), looking up an execution, and the shapes an execution is shown in.
 
 Imported by every command at start-up: only the standard library and cronctl's leaf
 modules at the top; the config, the jobs and the store load inside the functions.

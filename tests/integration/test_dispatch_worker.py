@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from cronctl.dispatch import RoutingDispatcher, default_dispatcher
-from cronctl.dispatch.testing import OutcomeRecorder, RecordingSink, request_for
 from cronctl.dispatch.interceptors import Interceptors
+from cronctl.dispatch.testing import OutcomeRecorder, RecordingSink, request_for
 from cronctl.jobs.model import ExecutionStatus, Isolation, JobDefinition, PythonTarget
 
 HANDLERS = '''

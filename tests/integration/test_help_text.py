@@ -107,7 +107,7 @@ def test_usage_lines_name_arguments_alike(helps: dict[str, str]) -> None:
 
 def test_database_is_described_one_way(helps: dict[str, str]) -> None:
     descriptions = set()
-    for name, text in helps.items():
+    for text in helps.values():
         for line in text.splitlines():
             if "--database" in line:
                 descriptions.add(line.split("URL", 1)[1].strip("│ "))
