@@ -123,10 +123,15 @@ def _no_state(config: Config, missing_ok: bool) -> bool:
     missing = _sqlite_file_missing(config.database)
     if missing is None or missing_ok:
         return missing is not None
+    from cronctl.config import redact_url
+
     where = missing.parent
     why = ("nothing has run with it yet" if where.is_dir()
            else f"nor does its directory {where}")
-    raise NotFoundError(f"the database {missing} does not exist ({why}); check --database "
+    shown = f"{missing}"
+    if redact_url(config.database) != config.database:  # a password in the URL: not shown
+        shown, why = redact_url(config.database), "no such file"
+    raise NotFoundError(f"the database {shown} does not exist ({why}); check --database "
                         "or [scheduler] database, or start 'cronctl run' first")
 
 
