@@ -264,6 +264,8 @@ def test_reading_a_database_file_that_does_not_exist_says_so(tmp_path: Path) -> 
                               "start 'cronctl run' first\n"), args
     typo = env.cli("--database", "sqlite:////nonexistent/dir/x.db", "history")
     assert typo.code == 3 and "nor does its directory /nonexistent/dir" in typo.stderr
+    secret = env.cli("--database", "sqlite://u:pw-s3cr3t@127.0.0.1/db", "history")
+    assert secret.code == 3 and "pw-s3cr3t" not in secret.stderr + secret.stdout
     assert not db.exists()
 
 
