@@ -79,6 +79,7 @@ class _CommandGroup(typer.core.TyperGroup):
             for name, loaded in _load_commands(COMMANDS[cmd_name]).items():
                 _with_global_options(loaded)
                 _checked_job_ids(loaded)
+                _tidy_help(loaded)
                 self.commands.setdefault(name, loaded)
             command = self.commands.get(cmd_name)
         return command
@@ -114,20 +115,25 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
+# One description of each global option, before the command and after it.
+CONFIG_HELP = "Config file (else $CRONCTL_CONFIG, ./cronctl.toml, /etc/cronctl/cronctl.toml)."
+DATABASE_HELP = ("Database URL (sqlite:///PATH, postgresql+psycopg://...), or 'none' (state "
+                 "in a temporary file, gone at exit).")
+JOBS_DIR_HELP = "Directory of *.toml job files."
+
+
 @app.callback()
 def _globals(
     ctx: typer.Context,
     config: Annotated[
         Path | None,
-        typer.Option("--config", "-c", help="Config file (else $CRONCTL_CONFIG, ./cronctl.toml, "
-                     "/etc/cronctl/cronctl.toml)."),
+        typer.Option("--config", "-c", metavar="PATH", help=CONFIG_HELP),
     ] = None,
     database: Annotated[
-        str | None, typer.Option("--database", help="Database URL, or 'none' (state kept "
-                                 "in a temporary file, gone at exit).")
+        str | None, typer.Option("--database", metavar="URL", help=DATABASE_HELP)
     ] = None,
     jobs_dir: Annotated[
-        Path | None, typer.Option("--jobs-dir", help="Directory of *.toml job files.")
+        Path | None, typer.Option("--jobs-dir", metavar="PATH", help=JOBS_DIR_HELP)
     ] = None,
     verbose: Annotated[int, typer.Option(
         "--verbose", "-v", count=True, metavar="", show_default=False,
@@ -193,11 +199,9 @@ def _global_params() -> list[typer.core.TyperOption]:
                                       **kwargs)
 
     return [
-        option("--config", "-c", "config", type=str, metavar="PATH", help="Config file."),
-        option("--database", "database", type=str, metavar="URL",
-               help="Database URL, or 'none' (nothing kept after exit)."),
-        option("--jobs-dir", "jobs_dir", type=str, metavar="PATH",
-               help="Directory of *.toml job files."),
+        option("--config", "-c", "config", type=str, metavar="PATH", help=CONFIG_HELP),
+        option("--database", "database", type=str, metavar="URL", help=DATABASE_HELP),
+        option("--jobs-dir", "jobs_dir", type=str, metavar="PATH", help=JOBS_DIR_HELP),
         option("--verbose", "-v", "verbose", count=True, default=0, metavar="",
                show_default=False, help="More output (run: DEBUG log lines)."),
         option("--quiet", "-q", "quiet", is_flag=True, default=False, help="Less output."),
@@ -207,7 +211,7 @@ def _global_params() -> list[typer.core.TyperOption]:
     ]
 
 
-_JOB_PARAMS = ("job", "job_id")  # the parameters that name a job, in every command
+_JOB_PARAMS = ("job", "job_id", "job_option")  # the parameters that name a job, in every command
 
 
 def _checked_job_ids(command: Any) -> None:
@@ -224,6 +228,63 @@ def _checked_job_ids(command: Any) -> None:
             param.callback = check
     for sub in getattr(command, "commands", {}).values():
         _checked_job_ids(sub)
+
+
+_UNESCAPED_BRACKET = r"(?<!\\)\["
+
+
+def escape_markup(text: str) -> str:
+    """``text`` with every ``[`` escaped for rich: ``--help`` renders help as rich markup,
+    and ``(default: [api] listen)`` came out as ``(default:  listen)``. Once only: a
+    bracket already escaped stays as it is."""
+    import re
+
+    return re.sub(_UNESCAPED_BRACKET, r"\\[", text)
+
+
+def _one_line_paragraphs(text: str) -> str:
+    """A docstring's paragraphs, each on one line: the list of commands in
+    ``cronctl --help`` kept the docstring's line breaks ("... calendars, next" / "fire and
+    last status."), in mid-sentence."""
+    import inspect
+
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(" ".join(p.split()) for p in paragraphs)
+
+
+def _tidy_help(command: Any) -> None:
+    """How ``command``, its options and its subcommands show in ``--help``: brackets
+    escaped (:func:`escape_markup`), so that a help string may say ``[api]`` or
+    ``after = [...]`` as the files do; a description's lines joined; every argument
+    named in capitals in the usage line (``JOB``, ``[JOB]`` when it may be left out;
+    typer wrote ``{job}``, ``[job]`` and ``{JOB}``)."""
+    if getattr(command, "_help_tidied", False):
+        return
+    command._help_tidied = True
+    for name in ("help", "short_help", "epilog"):
+        text = getattr(command, name, None)
+        if isinstance(text, str):
+            setattr(command, name, escape_markup(_one_line_paragraphs(text)))
+    for param in command.params:
+        if isinstance(getattr(param, "help", None), str):
+            param.help = escape_markup(param.help)
+        if getattr(param, "param_type_name", "") == "argument":
+            _capital_metavar(param)
+    for sub in getattr(command, "commands", {}).values():
+        _tidy_help(sub)
+
+
+def _capital_metavar(param: Any) -> None:
+    """An argument's metavar is shown as written (``JOB`` where the job may also come as
+    ``--job``); without one, its name in capitals, in brackets when it may be left out."""
+    written = param.metavar
+    shown = (written or param.name or "").upper()
+    optional = written or f"[{shown}]"
+
+    def make_metavar(ctx: Any = None, *, usage: bool = False) -> str:
+        return optional if usage and not param.required else shown.strip("[]")
+
+    param.make_metavar = make_metavar
 
 
 def _with_global_options(command: Any) -> None:
@@ -243,6 +304,7 @@ def main(argv: list[str] | None = None) -> None:
     for sub in command.commands.values():  # the commands registered on app beforehand
         _with_global_options(sub)
         _checked_job_ids(sub)
+        _tidy_help(sub)
     try:
         _completion_for_shell(sys.argv[1:] if argv is None else argv)
         code = command.main(args=argv, standalone_mode=False)

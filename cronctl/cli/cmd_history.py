@@ -16,11 +16,13 @@ import typer
 from cronctl import argtypes
 from cronctl.cli.options import global_options
 from cronctl.cli.shared import (
+    JOB_OPTION_HELP,
     complete_job_ids,
     complete_statuses,
     escape_for_terminal,
     fenced_note,
     iso_z,
+    job_named,
     open_reader,
 )
 from cronctl.cli.tables import WIDE_HELP, Cell, Column, Output, Row, Table, local_time
@@ -111,10 +113,12 @@ def _row(record: ExecutionRecord, times: Times) -> Row:
 
 
 def _figures(record: ExecutionRecord) -> tuple[str, ...]:
-    """The ``--wide`` cells: exit code, signal, CPU seconds, peak RSS."""
+    """The ``--wide`` cells: exit code, signal, CPU seconds, peak RSS (``-`` until it is
+    the job's own: :func:`cronctl.views.common.shown_max_rss`)."""
     from cronctl.sizes import format_size
+    from cronctl.views.common import shown_max_rss
 
-    rss = record.max_rss_bytes
+    rss = shown_max_rss(record)
     return ("-" if record.exit_code is None else str(record.exit_code),
             record.signal or "-",
             "-" if record.cpu_seconds is None else f"{record.cpu_seconds:.2f}s",
@@ -124,7 +128,9 @@ def _figures(record: ExecutionRecord) -> tuple[str, ...]:
 
 def _skip_row(entry: dict[str, Any], times: Times) -> Row:
     scheduled = datetime.fromisoformat(entry["scheduled_at"])
-    return Row(("-" if entry["skip_id"] is None else f"s{entry['skip_id']}",
+    # No id: a skip is no execution, and one stored record covers a run of instants
+    # (three instants showed the same s1); `why JOB AT` explains each.
+    return Row(("-",
                 escape_for_terminal(entry["job"]), times.at(scheduled), "-", "-",
                 SKIPPED, "0", escape_for_terminal(entry["node"]), entry["origin"],
                 _error(entry["reason"] + (f": {entry['detail']}" if entry.get("detail")
@@ -135,6 +141,8 @@ def history(
     ctx: typer.Context,
     job: Annotated[str | None, typer.Argument(help="Only this job's executions.",
                                                        autocompletion=complete_job_ids)] = None,
+    job_option: Annotated[str | None, typer.Option(
+        "--job", help=JOB_OPTION_HELP, autocompletion=complete_job_ids)] = None,
     status: Annotated[str | None, typer.Option(
         "--status", help="Only these statuses (comma-separated): pending, running, succeeded, "
         "failed, abandoned, cancelled, dead_letter, lost; 'skipped' lists skip records (planned "
@@ -151,6 +159,7 @@ def history(
 ) -> None:
     """Executions, newest first."""
     options = global_options(ctx)
+    job = job_named(job, job_option)
     now = datetime.now(UTC)
     since_at = argtypes.parse_time(since, now, what="--since") if since is not None else None
     until_at = argtypes.parse_time(until, now, what="--until") if until is not None else None

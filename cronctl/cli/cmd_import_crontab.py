@@ -130,6 +130,9 @@ def to_json(conversion: Conversion, written: Path | None, dry_run: bool,
                   "command": job.command, "user": job.user} for job in conversion.jobs],
         "not_converted": [{"line": p.line, "text": p.text, "reason": p.reason}
                           for p in conversion.not_converted],
+        # converted, but worth a second look (a command cron cut at '%')
+        "warnings": [{"line": w.line, "text": w.text, "warning": w.reason}
+                     for w in conversion.warnings],
     }
     if written is None:
         doc["toml"] = document
@@ -198,7 +201,8 @@ def import_crontab(
         if to_stdout and document is not None:
             typer.echo(document, nl=False)
         _report(conversion, source, zone, written, quiet=options.quiet)
-    if conversion.not_converted:
+    # A dry run's answer is its report: the lines it could not convert are in it (exit 0).
+    if conversion.not_converted and not dry_run:
         raise typer.Exit(1)
 
 
@@ -210,6 +214,8 @@ def _report(conversion: Conversion, source: str, zone: str, written: Path | None
     for problem in conversion.not_converted:
         typer.echo(printable(f"{source}:{problem.line}: not converted: {problem.reason}"),
                    err=True)
+    for warning in conversion.warnings:
+        typer.echo(printable(f"{source}:{warning.line}: warning: {warning.reason}"), err=True)
     users = sorted({job.user for job in conversion.jobs if job.user and job.user != "root"})
     if users:
         typer.echo(printable(f"{source}: lines of {', '.join(users)} run as that user "
@@ -223,7 +229,7 @@ def _report(conversion: Conversion, source: str, zone: str, written: Path | None
         summary += f", written to {written}; check them with 'cronctl validate'"
     elif not count:
         summary += "; nothing written"
-    if count:
+    if any(job.default_zone for job in conversion.jobs):
         summary += f" (lines without CRON_TZ/TZ fire in {zone})"
     typer.echo(printable(summary), err=written is None)
 
@@ -231,7 +237,8 @@ def _report(conversion: Conversion, source: str, zone: str, written: Path | None
 HELP = ("Convert a crontab into a job file that keeps cron's fire times.\n\n"
         "The file goes to <jobs_dir>/<FILE's name>.toml (or --out); an existing one is not "
         "overwritten without --force. Lines that cannot be converted are reported with "
-        "their number and reason, and the exit status is then 1.")
+        "their number and reason, and the exit status is then 1 (0 with --dry-run, which only "
+        "reports).")
 
 
 def register(app: typer.Typer) -> None:

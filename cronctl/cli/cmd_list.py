@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -13,6 +13,9 @@ from cronctl.cli.shared import check_all, iso_z
 from cronctl.cli.tables import WIDE_HELP, Cell, Column, Output, Row, Table
 from cronctl.escaping import printable
 from cronctl.views.jobs import JobStatusSource, ListRow, list_document_text, list_rows
+
+if TYPE_CHECKING:
+    from cronctl.config import Config
 
 
 def _when(row: ListRow, now: datetime, seen: dict[tuple[datetime, str], Cell]) -> Cell:
@@ -95,6 +98,18 @@ def _statuses(checked: Any) -> JobStatusSource | None:
         return None
 
 
+def _no_jobs(config: Config) -> str:
+    """"no jobs", and where they were looked for: in a directory without cronctl.toml it
+    said only that, and the reader could not tell a wrong directory from an empty one."""
+    jobs_dir = config.job_settings.jobs_dir
+    config_file = (f"config {config.path}" if config.path is not None
+                   else "no cronctl.toml found (./cronctl.toml, /etc/cronctl/cronctl.toml)")
+    if not jobs_dir.is_dir():
+        return (f"no jobs: {config_file}, and the jobs directory {jobs_dir} does not exist "
+                "(see --config, --jobs-dir)")
+    return f"no jobs in {jobs_dir} ({config_file}), nor from installed packages"
+
+
 def list_jobs(
     ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
@@ -117,7 +132,7 @@ def list_jobs(
         if as_json:
             typer.echo(list_document_text(rows))
         elif not rows:
-            typer.echo("no valid jobs" if checked.violations else "no jobs")
+            typer.echo("no valid jobs" if checked.violations else _no_jobs(checked.config))
         else:
             Output(color=options.color, wide=wide).table(table(rows, now))
     if checked.violations:

@@ -81,6 +81,11 @@ def _header(target: NextTarget) -> list[tuple[str, str]]:
     elif schedule.interval is not None:
         zone += " (display only: intervals are elapsed time)"
     lines.append(("zone", zone))
+    if target.jitter is not None:
+        from cronctl.durations import format_duration
+
+        lines.append(("jitter", f"each fire starts up to {format_duration(target.jitter)} "
+                                "after the time shown (a delay fixed per occurrence)"))
     return lines
 
 

@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from cronctl.cli.options import global_options
-from cronctl.cli.shared import complete_job_ids, open_for_writing, require_job_defined
+from cronctl.cli.shared import (
+    JOB_OPTION_HELP,
+    complete_job_ids,
+    one_job,
+    open_for_writing,
+    require_job_defined,
+)
 from cronctl.views.actions import set_paused
 
 if TYPE_CHECKING:
@@ -48,21 +54,26 @@ def _set_paused(options: GlobalOptions, job: str, paused: bool, as_json: bool) -
 
 def pause(
     ctx: typer.Context,
-    job: Annotated[str, typer.Argument(help="The job to pause.", autocompletion=complete_job_ids)],
+    job: Annotated[str | None, typer.Argument(
+        metavar="JOB", help="The job to pause.", autocompletion=complete_job_ids)] = None,
+    job_option: Annotated[str | None, typer.Option(
+        "--job", help=JOB_OPTION_HELP, autocompletion=complete_job_ids)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
 ) -> None:
     """Stop firing JOB on every node until 'cronctl resume JOB'."""
-    _set_paused(global_options(ctx), job, True, as_json)
+    _set_paused(global_options(ctx), one_job(job, job_option), True, as_json)
 
 
 def resume(
     ctx: typer.Context,
-    job: Annotated[str, typer.Argument(help="The job to resume.",
-                                          autocompletion=complete_job_ids)],
+    job: Annotated[str | None, typer.Argument(
+        metavar="JOB", help="The job to resume.", autocompletion=complete_job_ids)] = None,
+    job_option: Annotated[str | None, typer.Option(
+        "--job", help=JOB_OPTION_HELP, autocompletion=complete_job_ids)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
 ) -> None:
     """Fire JOB again on every node (after 'cronctl pause JOB')."""
-    _set_paused(global_options(ctx), job, False, as_json)
+    _set_paused(global_options(ctx), one_job(job, job_option), False, as_json)
 
 
 def register(app: typer.Typer) -> None:

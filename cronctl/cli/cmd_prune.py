@@ -27,7 +27,7 @@ def prune(
         "--dry-run", help="Count what would be deleted; write nothing.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
 ) -> None:
-    """Delete what \\[retention] no longer keeps, now."""
+    """Delete what [retention] no longer keeps, now."""
     from cronctl.config import load_config
     from cronctl.runtime.pruning import VACUUM_PAGES, VACUUM_SLACK, batch_for, policy_for
     from cronctl.store.base import PruneCounts
@@ -35,7 +35,7 @@ def prune(
     options = global_options(ctx)
     config = load_config(options)
     require_database(config, "'cronctl prune'")
-    _, store = open_state(options)
+    _, store = open_state(options, missing_ok=True)  # an empty database: nothing to prune
     counts, freed = PruneCounts(), 0
     if store is not None:
         try:

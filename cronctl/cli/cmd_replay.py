@@ -20,12 +20,15 @@ import typer
 from cronctl import argtypes
 from cronctl.cli.options import global_options
 from cronctl.cli.shared import (
+    JOB_OPTION_HELP,
     complete_job_ids,
     iso_z,
+    one_job,
     open_for_writing,
     open_state,
     require_database,
 )
+from cronctl.errors import UsageError
 from cronctl.views.actions import DEFAULT_MAX, chain_for, replay_window
 from cronctl.views.actions import replay as run_replay
 
@@ -40,10 +43,14 @@ SHOW_HANDLED = 10  # already-handled occurrences listed one per line in the text
 
 def replay(
     ctx: typer.Context,
-    job: Annotated[str, typer.Argument(
-        help="The job whose missed occurrences to queue.", autocompletion=complete_job_ids)],
-    since: Annotated[str, typer.Option(
-        "--since", help="Window start (exclusive): ISO 8601 or relative (2h, 3d).")],
+    job: Annotated[str | None, typer.Argument(
+        metavar="JOB", help="The job whose missed occurrences to queue.",
+        autocompletion=complete_job_ids)] = None,
+    job_option: Annotated[str | None, typer.Option(
+        "--job", help=JOB_OPTION_HELP, autocompletion=complete_job_ids)] = None,
+    since: Annotated[str | None, typer.Option(
+        "--since", help="Window start (exclusive): ISO 8601 or relative (2h, 3d). "
+        "Required.")] = None,
     until: Annotated[str | None, typer.Option(
         "--until", help="Window end (inclusive), default now: ISO 8601 or relative.")] = None,
     max_count: Annotated[int, typer.Option(
@@ -61,6 +68,10 @@ def replay(
     from cronctl.jobs.loader import find_job
 
     options = global_options(ctx)
+    job = one_job(job, job_option)
+    if since is None:
+        raise UsageError("missing option --since (the window's start: ISO 8601 or relative, "
+                         "2h, 3d)")
     now = datetime.now(UTC)
     start = argtypes.parse_time(since, now, what="--since")
     end = argtypes.parse_time(until, now, what="--until") if until is not None else now
@@ -71,7 +82,8 @@ def replay(
     chained = chain_for(config, job) if chain else []
     # A dry run is read-only: a database that does not exist yet has no executions and no
     # requests (and is not created).
-    store = open_state(options)[1] if dry_run else open_for_writing(config, "'cronctl replay'")
+    store = (open_state(options, missing_ok=True)[1] if dry_run
+             else open_for_writing(config, "'cronctl replay'"))
     try:
         done = run_replay(config, store, job, start, end, max_count=max_count,
                           dry_run=dry_run, now=now, chained=chained)

@@ -71,6 +71,9 @@ RUN_COLUMNS = (Column("ID"), Column("JOB", shrink=True, middle=True), Column("ST
                Column("NODE", shrink=True, priority=4), Column("SCHEDULED", priority=3),
                Column("STARTED", priority=2), Column("PROGRESS", shrink=True, priority=1,
                                                      floor=16))
+QUEUED_COLUMNS = (Column("REQUEST"), Column("JOB", shrink=True, middle=True),
+                  Column("ORIGIN"), Column("FOR", priority=2), Column("REQUESTED", priority=1),
+                  Column("WAITING ON", shrink=True))
 NEXT_COLUMNS = (Column("JOB", shrink=True, floor=16, middle=True), Column("NEXT FIRE"))
 
 
@@ -89,12 +92,24 @@ def _sections(status: Status, now: datetime
     no_nodes = ("no live nodes" if status.shared else
                 "no live nodes known (database 'none': each scheduler keeps its state in "
                 "memory)")
-    return [
+    sections: list[tuple[str, Sequence[Column | str], list[list[Cell]], str]] = [
         (f"Nodes ({where})", NODE_COLUMNS, nodes, no_nodes),
         ("Pending and running", RUN_COLUMNS, running,
          "nothing pending or running" if status.shared else "not known without a database"),
-        ("Next fires", NEXT_COLUMNS, fires, "no enabled, unpaused jobs"),
     ]
+    if status.queued:  # trigger/replay requests: invisible while no scheduler took them
+        waiting_on = ("a live scheduler that has the job" if status.nodes
+                      else "a scheduler: none is live ('cronctl run')")
+        queued: list[list[Cell]] = [
+            [str(q.id), q.job_id, q.origin.value,
+             "now" if q.scheduled_at is None else _scheduled(q.scheduled_at, now),
+             _ago(q.requested_at.replace(microsecond=0), now),
+             "its parents" if q.taken_by == "" else (
+                 f"{q.taken_by} (taken)" if q.taken_by else waiting_on)]
+            for q in status.queued]
+        sections.append(("Queued requests (trigger, replay)", QUEUED_COLUMNS, queued, ""))
+    sections.append(("Next fires", NEXT_COLUMNS, fires, "no enabled, unpaused jobs"))
+    return sections
 
 
 def _footer(status: Status) -> list[str]:

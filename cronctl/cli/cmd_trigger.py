@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from cronctl.cli.options import global_options
-from cronctl.cli.shared import complete_job_ids, reader_for
+from cronctl.cli.shared import JOB_OPTION_HELP, complete_job_ids, one_job, reader_for
 from cronctl.views.actions import (
     NoScheduler,
     Waiting,
@@ -58,7 +58,10 @@ class _Emit:
 
 def trigger(
     ctx: typer.Context,
-    job: Annotated[str, typer.Argument(help="The job to run.", autocompletion=complete_job_ids)],
+    job: Annotated[str | None, typer.Argument(
+        metavar="JOB", help="The job to run.", autocompletion=complete_job_ids)] = None,
+    job_option: Annotated[str | None, typer.Option(
+        "--job", help=JOB_OPTION_HELP, autocompletion=complete_job_ids)] = None,
     wait: Annotated[bool, typer.Option("--wait", help="Wait for the final status.")] = False,
     here: Annotated[bool, typer.Option(
         "--here", help="Run it in this process instead of a running scheduler.")] = False,
@@ -77,6 +80,7 @@ def trigger(
     from cronctl.jobs.loader import find_job
 
     options = global_options(ctx)
+    job = one_job(job, job_option)
     bound = _timeout(timeout, wait)
     config = load_config(options)
     definition = find_job(config.job_settings, job)  # NotFoundError: exit 3
@@ -92,7 +96,7 @@ def trigger(
         return
     # Without SQLAlchemy when the database is at the schema head (cronctl.store.reader):
     # its import was half of this command's wall time on 100,000 jobs.
-    store = reader_for(config)
+    store = reader_for(config, missing_ok=True)  # no database: no scheduler ran
     if store is None:
         raise NoScheduler(no_scheduler(config))
     waiting = Waiting(config.heartbeat_interval * 3,

@@ -11,24 +11,41 @@ from typing import Annotated
 import typer
 
 from cronctl.cli.options import global_options
-from cronctl.cli.shared import complete_job_ids, fenced_note, iso_z, open_reader
+from cronctl.cli.shared import (
+    JOB_OPTION_HELP,
+    complete_job_ids,
+    fenced_note,
+    iso_z,
+    one_job,
+    open_reader,
+)
+from cronctl.errors import UsageError
 from cronctl.views.why import decide, why_document
 
 
 def why(
     ctx: typer.Context,
-    job_id: Annotated[str, typer.Argument(
-        metavar="JOB", help="The job.", autocompletion=complete_job_ids)],
-    at: Annotated[str, typer.Argument(
-        metavar="AT", help="The instant: ISO 8601 (without an offset: the job's local time) "
-        "or relative (2h = two hours ago). The occurrence planned at AT, or the nearest "
-        "one before it, is explained.")],
+    job_id: Annotated[str | None, typer.Argument(
+        metavar="JOB", help="The job (or --job JOB, and then AT alone).",
+        autocompletion=complete_job_ids)] = None,
+    at: Annotated[str | None, typer.Argument(
+        metavar="AT", help="The instant: ISO 8601 (without an offset: the job's local time), "
+        "a time of day (09:15, 09:15:20: today in the job's zone) or relative (2h = two "
+        "hours ago). The occurrence planned at AT, or the nearest one before it, is "
+        "explained.")] = None,
+    job_option: Annotated[str | None, typer.Option(
+        "--job", help=JOB_OPTION_HELP, autocompletion=complete_job_ids)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
 ) -> None:
     """What became of one occurrence: ran, skipped (why), missed, or never planned."""
     from cronctl.jobs.loader import find_job
 
     options = global_options(ctx)
+    if job_option is not None and at is None:  # `why --job JOB AT`: the one argument is AT
+        job_id, at = None, job_id
+    job_id = one_job(job_id, job_option)
+    if at is None:
+        raise UsageError("missing AT (the instant to explain: ISO 8601, 09:15, or 2h ago)")
     now = datetime.now(UTC)
     config, store = open_reader(options)
     try:

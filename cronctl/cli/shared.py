@@ -1,9 +1,9 @@
 """What several commands share, so that no ``cmd_*`` module imports another.
 
 Reading the configuration and the jobs (:func:`check_all`), opening the state database
-(:func:`open_state` for the read-only commands, :func:`open_for_writing` for the ones that
-may create it), looking up a job or an execution, reading ``T`` arguments, and the shapes
-an execution is shown in.
+(:func:`open_state` and :func:`open_reader` for the read-only commands, which never
+create it, :func:`open_for_writing` for the ones that may), naming a job (``JOB`` or
+``--job``), looking up an execution, and the shapes an execution is shown in.
 
 Imported by every command at start-up: only the standard library and cronctl's leaf
 modules at the top; the config, the jobs and the store load inside the functions.
@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cronctl.errors import NotFoundError, StoreError
+from cronctl.errors import NotFoundError, StoreError, UsageError
 from cronctl.views.common import execution_json as execution_json  # re-exported for cmd_*
 from cronctl.views.common import fenced_note as fenced_note
 from cronctl.views.common import iso_z as iso_z
@@ -74,32 +74,37 @@ def check_all(options: GlobalOptions, now: datetime | None = None, *,
 # --- the state database ----------------------------------------------------------------
 
 
-def open_state(options: GlobalOptions) -> tuple[Config, Store | None]:
-    """The config and its store. ``None`` when the SQLite file does not exist yet (nothing
-    ever ran; an operator command must not create it). Raises :class:`StoreError` for
-    ``database = "none"``: there is no shared state to look at."""
+def open_state(options: GlobalOptions, *, missing_ok: bool = False
+               ) -> tuple[Config, Store | None]:
+    """The config and its store. A SQLite file that does not exist is not created (an
+    operator command must not create it): :class:`NotFoundError` naming it (exit 3), or
+    ``None`` with ``missing_ok`` (``prune``, ``replay --dry-run``: what they would do to
+    an empty database is the answer). Raises :class:`StoreError` for ``database =
+    "none"``: there is no shared state to look at."""
     from cronctl.config import load_config
 
     config = load_config(options)
-    if _no_state(config):
+    if _no_state(config, missing_ok):
         return config, None
     return config, _open_store(config)
 
 
-def open_reader(options: GlobalOptions) -> tuple[Config, Requester | None]:
+def open_reader(options: GlobalOptions) -> tuple[Config, Requester]:
     """Like :func:`open_state`, for the commands that only read (``history``, ``logs``,
-    ``status``, ``why``) or queue a trigger request (``trigger``): a database at the
-    schema head is used without SQLAlchemy (:mod:`cronctl.store.reader`), anything else
-    through the full store."""
+    ``why``): a database at the schema head is used without SQLAlchemy
+    (:mod:`cronctl.store.reader`), anything else through the full store."""
     from cronctl.config import load_config
 
     config = load_config(options)
-    return config, reader_for(config)
+    reader = reader_for(config)
+    assert reader is not None  # a missing file is NotFoundError without missing_ok
+    return config, reader
 
 
-def reader_for(config: Config) -> Requester | None:
-    """:func:`open_reader` for a configuration already loaded."""
-    if _no_state(config):
+def reader_for(config: Config, *, missing_ok: bool = False) -> Requester | None:
+    """:func:`open_reader` for a configuration already loaded (``status``; ``trigger``
+    with ``missing_ok``, where no database means no scheduler)."""
+    if _no_state(config, missing_ok):
         return None
     from cronctl.store.reader import open_reader as open_db_reader
 
@@ -107,15 +112,28 @@ def reader_for(config: Config) -> Requester | None:
     return reader if reader is not None else _open_store(config)
 
 
-def _no_state(config: Config) -> bool:
-    """True when the SQLite file does not exist yet; :class:`StoreError` for
-    ``database = "none"``."""
+def _no_state(config: Config, missing_ok: bool) -> bool:
+    """True when the SQLite file does not exist and ``missing_ok``; without it
+    :class:`NotFoundError`: a mistyped path read as an empty database ("no executions",
+    "no live nodes", exit 0). :class:`StoreError` for ``database = "none"``."""
     if config.database.strip().lower() == "none":
         raise StoreError(
             "the database is 'none': executions are kept in the scheduler's memory only; "
             "set [scheduler] database (or --database) to a SQLite or PostgreSQL URL"
         )
-    return _sqlite_file_missing(config.database)
+    missing = _sqlite_file_missing(config.database)
+    if missing is None or missing_ok:
+        return missing is not None
+    from cronctl.config import redact_url
+
+    where = missing.parent
+    why = ("nothing has run with it yet" if where.is_dir()
+           else f"nor does its directory {where}")
+    shown = f"{missing}"
+    if redact_url(config.database) != config.database:  # a password in the URL: not shown
+        shown, why = redact_url(config.database), "no such file"
+    raise NotFoundError(f"the database {shown} does not exist ({why}); check --database "
+                        "or [scheduler] database, or start 'cronctl run' first")
 
 
 def _open_store(config: Config) -> Store:
@@ -131,15 +149,17 @@ def _open_store(config: Config) -> Store:
         raise StoreError(f"cannot open {redact_url(url)}: {exc}") from None
 
 
-def _sqlite_file_missing(url: str) -> bool:
+def _sqlite_file_missing(url: str) -> Path | None:
+    """The SQLite file ``url`` names, when it does not exist."""
     from cronctl.store.urls import sqlite_path
 
     if not url.strip().lower().startswith("sqlite"):
-        return False
+        return None
     database = sqlite_path(url)
     if database is None or database.startswith("file:"):
-        return False
-    return not Path(database).exists()
+        return None
+    path = Path(database)
+    return None if path.exists() else path.absolute()
 
 
 def require_database(config: Config, what: str) -> None:
@@ -178,6 +198,28 @@ def get_execution(store: Reader | None, execution_id: int) -> ExecutionRecord:
     if record is None:
         raise NotFoundError(f"no execution {execution_id}")
     return record
+
+
+# --- naming a job ---------------------------------------------------------------------
+
+JOB_OPTION_HELP = "The job (the same as JOB: every command that names a job takes both)."
+
+
+def job_named(argument: str | None, option: str | None) -> str | None:
+    """The job named as the argument ``JOB`` or as ``--job JOB`` (``None``: neither):
+    ``logs`` and ``cancel`` take ``--job`` (their argument is an execution id), so every
+    command that names a job accepts that spelling too. :class:`UsageError` for two."""
+    if argument is not None and option is not None and argument != option:
+        raise UsageError(f"JOB {argument!r} and --job {option!r}: name the job once")
+    return option if option is not None else argument
+
+
+def one_job(argument: str | None, option: str | None) -> str:
+    """:func:`job_named` for a command that needs a job."""
+    job = job_named(argument, option)
+    if job is None:
+        raise UsageError("missing JOB (the job's id, as an argument or as --job JOB)")
+    return job
 
 
 # --- rendering -------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from cronctl.dispatch.logbuffer import MAX_LINES_PER_EXECUTION
 from cronctl.dispatch.procenv import WORKER_INSECURE, WORKER_PATH, WORKER_PAYLOAD
 from cronctl.dispatch.python import PythonDispatcher, ServiceResolver
 from cronctl.dispatch.relay import Relay, Staged
+from cronctl.dispatch.workerlines import WorkerSink
 from cronctl.jobs.model import CommandTarget, Isolation, JobDefinition
 
 
@@ -70,7 +71,8 @@ class RoutingDispatcher:
         if isinstance(request.job.target, CommandTarget):
             return self.commands.start(request, sink, on_done)
         if not in_process(request.job):
-            return self.commands.start(as_process(request), sink, on_done)
+            worker = WorkerSink(sink)  # the records' levels, the exception's last line
+            return self.commands.start(as_process(request), worker, worker.done(on_done))
         return self.python.start(request, sink, on_done)
 
     @property

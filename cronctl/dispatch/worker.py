@@ -13,11 +13,13 @@ Here the handler is resolved as in the scheduler (the scheduler's ``sys.path``, 
 ``python_path``, comes in ``CRONCTL_WORKER_PATH``; ``-I`` keeps the working directory and
 ``PYTHON*`` variables out) behind the same import guard (:mod:`cronctl.trust`), called
 with a :class:`~cronctl.context.JobContext` built from the ``CRONCTL_*`` variables
-(SPEC section 3) when it takes one, awaited when it is ``async``. ``ctx.log`` writes
-``LEVEL message`` lines to standard error; ``ctx.progress()`` writes a line;
-``ctx.is_cancelled()`` turns true on SIGTERM; ``ctx.still_owner()`` raises (the store
-is the scheduler's, not the child's).
-Exit 0: succeeded. An exception: its traceback in the job log, exit 1.
+(SPEC section 3) when it takes one, awaited when it is ``async``. ``ctx.log`` writes its
+records, marked with their level (:mod:`cronctl.dispatch.workerlines`: the job log keeps
+that level), to standard error; ``ctx.progress()`` writes a line; ``ctx.is_cancelled()``
+turns true on SIGTERM; ``ctx.still_owner()`` raises (the store is the scheduler's, not the
+child's).
+Exit 0: succeeded. An exception: its traceback in the job log, its last line (``ValueError:
+boom``) as a marked line the scheduler makes the attempt's error, exit 1.
 """
 
 from __future__ import annotations
@@ -34,18 +36,21 @@ from datetime import datetime
 from typing import Any
 
 from cronctl.dispatch.procenv import WORKER_INSECURE, WORKER_PATH, WORKER_PAYLOAD
+from cronctl.dispatch.workerlines import error_line, record_line
 
 EXIT_UNRESOLVED = 2  # the target could not be imported or found here
 
 
 class _LineHandler(logging.Handler):
-    """``ctx.log`` records as ``LEVEL message`` lines: warnings and worse on standard
-    error (job log lines at WARNING), the rest on standard output (INFO)."""
+    """``ctx.log`` records as lines marked with their level (each line of a record):
+    warnings and worse on standard error, the rest on standard output."""
 
     def emit(self, record: logging.LogRecord) -> None:
         stream = sys.stderr if record.levelno >= logging.WARNING else sys.stdout
         try:
-            print(f"{record.levelname} {record.getMessage()}", file=stream, flush=True)
+            lines = record.getMessage().split("\n")
+            print("\n".join(record_line(record.levelno, line) for line in lines),
+                  file=stream, flush=True)
         except Exception:
             self.handleError(record)
 
@@ -99,7 +104,12 @@ def main(argv: list[str]) -> int:
         if entry not in sys.path:
             sys.path.append(entry)
     from cronctl.dispatch.base import TargetUnresolved
-    from cronctl.dispatch.python import default_service_resolver, import_target, shape_of
+    from cronctl.dispatch.python import (
+        default_service_resolver,
+        error_text,
+        import_target,
+        shape_of,
+    )
     from cronctl.jobs.model import PythonTarget
 
     text = argv[1] if len(argv) > 1 else ""
@@ -114,6 +124,7 @@ def main(argv: list[str]) -> int:
         shape = shape_of(fn)
     except Exception as exc:
         print(f"cannot resolve {text}: {exc}", file=sys.stderr, flush=True)
+        print(error_line(f"cannot resolve {text}: {exc}"), file=sys.stderr, flush=True)
         return EXIT_UNRESOLVED
     cancelled = threading.Event()
     signal.signal(signal.SIGTERM, lambda signum, frame: cancelled.set())
@@ -127,6 +138,7 @@ def main(argv: list[str]) -> int:
         if isinstance(exc, SystemExit) and exc.code in (0, None):
             return 0
         traceback.print_exc(file=sys.stderr)
+        print(error_line(error_text(exc)), file=sys.stderr, flush=True)
         return 1
     return 0
 

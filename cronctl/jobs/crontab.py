@@ -34,6 +34,7 @@ from cronctl.jobs.crontab_fields import (
     parse_cron_field,
     translate_days,
 )
+from cronctl.jobs.crontab_ids import derive_id, unique_id
 from cronctl.jobs.notify import mail_addresses
 from cronctl.jobs.toml_source import DAYS_OR
 from cronctl.jobs.tomlfile import MAX_STRING, MAX_STRING_TEXT
@@ -43,15 +44,7 @@ _MACROS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight",
 # reads them: hourly at a minute of the job's own, daily at a minute and hour of its own.
 SPREAD_MACROS = {"@hourly": "H * * * *", "@daily": "H H * * *", "@midnight": "H H * * *"}
 _ENV = re.compile(r"\s*([^\s=]+)\s*=(.*)")
-_ID_MAX = 60
 _MAX_DELAY_MINUTES = 36525 * 1440
-_WRAPPERS = frozenset({"nice", "ionice", "nohup", "exec", "env", "sudo", "time", "chronic",
-                       "timeout", "setsid", "stdbuf", "command", "if", "then", "else", "do",
-                       "!"})
-_RUNNERS = frozenset({"sh", "bash", "dash", "zsh", "python", "python3", "perl", "php", "ruby",
-                      "node", "run-parts"})
-_SKIP = frozenset({"cd", "test", "[", "[[", "true", ":"})
-_SEPARATORS = frozenset({";", "&&", "||", "|", "&", "(", ")", "{", "}"})
 
 
 @dataclass(frozen=True)
@@ -70,6 +63,7 @@ class CrontabJob:
     jitter: str | None = None
     spread_from: str | None = None  # the macro this line had, when --spread replaced it
     mail: tuple[str, ...] = ()  # MAILTO: notify.mail
+    default_zone: bool = False  # no CRON_TZ/TZ before it: the zone cron ran in
 
     @property
     def table(self) -> dict[str, Any]:
@@ -102,6 +96,7 @@ class Conversion:
     jobs: tuple[CrontabJob, ...]
     not_converted: tuple[NotConverted, ...]
     system: bool
+    warnings: tuple[NotConverted, ...] = ()  # converted lines worth a second look
 
 
 @dataclass
@@ -132,6 +127,7 @@ def convert_crontab(text: str, *, default_zone: str = "UTC", system: bool = Fals
     state = _State(default_zone, spread=spread)
     jobs: list[CrontabJob] = []
     problems: list[NotConverted] = []
+    warnings: list[NotConverted] = []
     used = set(taken_ids)
     for number, raw in enumerate(text.split("\n"), start=1):
         line = raw[:-1] if raw.endswith("\r") else raw
@@ -154,7 +150,23 @@ def convert_crontab(text: str, *, default_zone: str = "UTC", system: bool = Fals
             continue
         used.add(job.id)
         jobs.append(job)
-    return Conversion(tuple(jobs), tuple(problems), system)
+        cut = _percent_cut(line, job)
+        if cut is not None:
+            warnings.append(NotConverted(number, line, cut))
+    return Conversion(tuple(jobs), tuple(problems), system, tuple(warnings))
+
+
+def _percent_cut(line: str, job: CrontabJob) -> str | None:
+    """A warning when cron cut the line's command at an unescaped ``%``: converted as cron
+    ran it (the rest is standard input), which is seldom what was meant (``date +%F``)."""
+    rest = _split(line, job.user is not None)[2]
+    command, stdin = split_percent(rest)
+    if stdin is None:
+        return None
+    return (f"cron cut this command at its first unescaped '%' (it ran {command.strip()!r}, "
+            "the rest as its standard input), and so does the converted job; if the '%' "
+            "was meant literally (date +%F), write it '\\%' in the crontab and convert "
+            "again")
 
 
 class _Skip(Exception):
@@ -214,8 +226,8 @@ def _entry(line: str, number: int, state: _State, system: bool, used: set[str],
     if fields[0].startswith("@"):
         macro = fields[0].lower()
         if macro == "@reboot":
-            raise _Skip("@reboot runs once when cron starts; cronctl has no start-up jobs "
-                        "(run it from a systemd unit instead)")
+            raise _Skip("@reboot runs once when cron starts; this cronctl does not run "
+                        "jobs at its start yet (run it from a systemd unit meanwhile)")
         if macro not in _MACROS:
             raise _Skip(f"{fields[0]} is not a cron macro")
         expression, cron_fixed = macro, macro != "@hourly"
@@ -245,6 +257,7 @@ def _entry(line: str, number: int, state: _State, system: bool, used: set[str],
         id=job_id, line=number, text=line, cron=expression,
         timezone=zone, command=shell_command(command, stdin, state.env.get("SHELL")),
         user=user, env=dict(state.env), dst=dst, jitter=state.jitter, mail=state.mail,
+        default_zone=state.cron_tz is None and not state.env.get("TZ"),
         spread_from=fields[0].lower() if expression != fields[0].lower()
         and fields[0].startswith("@") else None)
 
@@ -330,51 +343,6 @@ def shell_command(command: str, stdin: str | None, shell: str | None) -> str:
     return f"printf '%s' {shlex.quote(stdin)} | ( {command}{closing}"
 
 
-def derive_id(command: str) -> str:
-    """A readable id from what the command runs: ``/usr/local/bin/backup.sh --full`` is
-    ``backup``; ``cd /srv && php artisan schedule:run`` is ``artisan``; ``run-parts
-    /etc/cron.daily`` is ``cron.daily``."""
-    try:
-        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
-        lexer.whitespace_split = True
-        words = list(lexer)
-    except ValueError:
-        words = command.split()
-    segments: list[list[str]] = [[]]
-    for word in words:
-        if word in _SEPARATORS:
-            segments.append([])
-        elif not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", word) or segments[-1]:
-            segments[-1].append(word)
-    for segment in segments:
-        words = [w for w in segment if not w.startswith("-") and not w.isdigit()]
-        while words and words[0] in _WRAPPERS:
-            words = words[1:]
-        if not words or words[0] in _SKIP:
-            continue
-        if len(words) > 1 and words[0].rsplit("/", 1)[-1] in _RUNNERS:
-            words = words[1:]
-        if words:
-            return _clean(words[0].rstrip("/").rsplit("/", 1)[-1])
-    return "job"
-
-
-def _clean(name: str) -> str:
-    name = re.sub(r"\.(sh|bash|py|pl|php|rb|js)$", "", name)
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-._")
-    return name[:_ID_MAX].rstrip("-._") or "job"
-
-
-def unique_id(base: str, used: Collection[str]) -> str:
-    """``base``, or ``base-2``, ``base-3``, ... when taken."""
-    if base not in used:
-        return base
-    n = 2
-    while f"{base}-{n}" in used:
-        n += 1
-    return f"{base}-{n}"
-
-
 # --- TOML ----------------------------------------------------------------------------------
 
 
@@ -418,10 +386,13 @@ def render_toml(conversion: Conversion, *, source: str) -> str:
             out.append(f"#   line {problem.line}: {_comment(problem.text.strip())}")
             out.append(f"#     {_comment(problem.reason)}")
     tables: dict[str, Any] = {}
+    warned = {warning.line: warning.reason for warning in conversion.warnings}
     for job in conversion.jobs:
         who = f" (user {_comment(job.user)})" if job.user else ""
         out.append("")
         out.append(f"# {_comment(source)} line {job.line}{who}: {_comment(job.text.strip())}")
+        if job.line in warned:
+            out.append(f"# warning: {_comment(warned[job.line])}")
         if job.spread_from is not None:
             out.append(f"# --spread: {job.spread_from} became {job.cron!r}, at a time of "
                        "this job's own (see 'cronctl next " + job.id + "')")

@@ -174,6 +174,11 @@ class Reads(Protocol):
         """Nodes whose notifications fail, by node id."""
         ...
 
+    def waiting_triggers(self, limit: int) -> list[TriggerRequest]:
+        """Trigger and replay requests no scheduler has acted on yet (not done, without
+        an execution; taken or not), oldest ``requested_at`` first, at most ``limit``."""
+        ...
+
 
 class TriggerQueue(Protocol):
     """What ``cronctl trigger`` asks of the database: queue a request for a running

@@ -153,6 +153,9 @@ class DbReader:
     def get_trigger(self, request_id: int) -> TriggerRequest | None:
         return self._run(lambda cur: self._q.get_trigger(cur, request_id))
 
+    def waiting_triggers(self, limit: int) -> list[TriggerRequest]:
+        return self._run(lambda cur: self._q.waiting_triggers(cur, limit))
+
     def close(self) -> None:
         self._conn.close()
 

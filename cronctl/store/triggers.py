@@ -177,6 +177,10 @@ class TriggerRequests(SqlConnection):
         with self._raw_read() as cur:
             return self._raw.get_trigger(cur, request_id)
 
+    def waiting_triggers(self, limit: int) -> list[TriggerRequest]:
+        with self._raw_read() as cur:
+            return self._raw.waiting_triggers(cur, limit)
+
     def list_triggers(self, job_id: str, *, since: datetime, until: datetime
                       ) -> list[TriggerRequest]:
         with self._raw_read() as cur:

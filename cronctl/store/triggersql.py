@@ -73,6 +73,13 @@ class TriggerQueries(ReadQueries):
             (job_id, self.ts(require_aware(since, "since")),
              self.ts(require_aware(until, "until"))), order="scheduled_at")
 
+    def waiting_triggers(self, cur: Any, limit: int) -> list[TriggerRequest]:
+        """Requests no scheduler has acted on yet (not done, no execution), oldest first,
+        at most ``limit`` (through the (done, requested_at) index)."""
+        return self.select_triggers(
+            cur, "done = ? AND execution_id IS NULL", (False,),
+            order=f"requested_at, id LIMIT {int(limit)}")
+
     def untaken_triggers(self, cur: Any) -> list[tuple[int, str]]:
         """(id, job id) of every request no scheduler took, oldest first."""
         cur.execute("SELECT id, job_id FROM trigger_requests WHERE taken_by IS NULL ORDER BY id")

@@ -64,7 +64,8 @@ def skip_entries(store: Reads, config: Config, *, job_id: str | None,
                 continue
             entries.append({
                 # Not an execution: "id" stays null (an execution id could collide with
-                # it) and the skip record's own id is "skip_id" (s<N> in tables).
+                # it); "skip_id" is the stored record's, shared by the instants of a run
+                # ("occurrence_id" names the instant).
                 "id": None, "skip_id": run.id, "job": run.job_id,
                 "occurrence_id": occurrence_id(run.job_id, at),
                 "scheduled_at": iso_z(at), "started_at": None, "finished_at": None,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from cronctl.cron import (
@@ -36,6 +36,8 @@ class NextTarget:
     written: str | None = None  # a job's expression as written, when it has H
     # A job's calendars (SPEC section 8): why a fire is excluded (None: it is not).
     excluded: Callable[[datetime], str | None] | None = None
+    # A job's jitter: each fire starts up to this much after the planned time shown.
+    jitter: timedelta | None = None
 
 
 # Given a job id, the job's target, or None when there is no such job.
@@ -121,7 +123,8 @@ def job_target(job: JobDefinition) -> NextTarget:
         def excluded(fire: datetime) -> str | None:
             hit = exclusion(job, fire)
             return None if hit is None else hit.detail
-    return NextTarget(job.id, job_schedule(job), job.timezone, job.cron_written, excluded)
+    return NextTarget(job.id, job_schedule(job), job.timezone, job.cron_written, excluded,
+                      job.jitter if job.jitter > timedelta(0) else None)
 
 
 @dataclass(frozen=True)
@@ -169,6 +172,8 @@ def to_json(target: NextTarget, start: datetime, rows: Sequence[FireRow]) -> dic
         "dst_gap": schedule.dst_gap.value if schedule.expression is not None else None,
         "dst_fold": schedule.dst_fold.value if schedule.expression is not None else None,
         "from": iso_z(start),
+        # the fires below are planned times; each starts up to this many seconds later
+        "jitter_seconds": None if target.jitter is None else target.jitter.total_seconds(),
         "fires": [
             {"local": row.local.isoformat(), "utc": iso_z(row.utc), "note": row.note}
             for row in rows if row.left_out is None

@@ -21,9 +21,11 @@ if TYPE_CHECKING:
     from cronctl.config import Config
     from cronctl.jobs.model import JobDefinition
     from cronctl.store.base import ExecutionRecord, NodeRecord, Reads
+    from cronctl.store.records import TriggerRequest
 
 
 HEARTBEAT_TTL_FACTOR = 3  # = runtime/scheduler.py: ttl = heartbeat_interval * 3
+SHOWN_REQUESTS = 100  # queued requests listed (a replay of a long window queues many)
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,8 @@ class Status:
     disabled: Sequence[str]
     warnings: Sequence[str] = field(default=())
     attention: Attention = field(default=Attention())  # failing, late, notifications
+    # trigger/replay requests no scheduler has acted on yet (they wait for one)
+    queued: Sequence[TriggerRequest] = field(default=())
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -52,6 +56,7 @@ class Status:
                        "started_at": iso_z(n.started_at),
                        "heartbeat_at": iso_z(n.heartbeat_at)} for n in self.nodes],
             "running": [_execution_json(r) for r in self.active],
+            "queued": [_request_json(r) for r in self.queued],
             "next": [{"job": f.job, "next_fire": iso_z(f.at)} for f in self.next],
             "paused": list(self.paused),
             "disabled": list(self.disabled),
@@ -69,6 +74,13 @@ def _execution_json(record: ExecutionRecord) -> dict[str, Any]:
             "started_at": iso_z(record.started_at), "attempt": record.attempt,
             "origin": record.origin.value, "progress": progress,
             "cancel_requested": record.cancel_requested}
+
+
+def _request_json(request: TriggerRequest) -> dict[str, Any]:
+    return {"id": request.id, "job": request.job_id, "origin": request.origin.value,
+            "scheduled_at": iso_z(request.scheduled_at) if request.scheduled_at else None,
+            "requested_at": iso_z(request.requested_at), "taken_by": request.taken_by or None,
+            "waiting_on_parents": request.taken_by == "" and not request.done}
 
 
 def next_fires(jobs: Sequence[JobDefinition], paused: set[str], now: datetime
@@ -90,12 +102,14 @@ def collect(config: Config, store: Reads | None, jobs: Sequence[JobDefinition],
     active: list[ExecutionRecord] = []
     paused: set[str] = set()
     seen = Attention()
+    queued: list[TriggerRequest] = []
     if store is not None:
         nodes = store.live_nodes(now, config.heartbeat_interval * HEARTBEAT_TTL_FACTOR)
         active = store.pending_or_running()
         schedules = store.list_schedules()
         paused = {s.job_id for s in schedules if s.paused}
         seen = attention(store, jobs, schedules, now, live=[n.node_id for n in nodes])
+        queued = store.waiting_triggers(SHOWN_REQUESTS)
     known = {job.id for job in jobs}
     return Status(
         database="none" if config.in_memory else config.database_display,
@@ -107,4 +121,5 @@ def collect(config: Config, store: Reads | None, jobs: Sequence[JobDefinition],
         disabled=sorted(job.id for job in jobs if not job.enabled),
         warnings=warnings,
         attention=seen,
+        queued=queued,
     )

@@ -3,8 +3,9 @@ at (or nearest before) ``AT``."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any
 
 from cronctl import argtypes
@@ -28,6 +29,7 @@ def _instant(job: JobDefinition, text: str, now: datetime) -> tuple[datetime, da
     if value.startswith("--"):  # (unknown options reach AT: see cmd_why.register)
         raise UsageError(f"no such option: {value.split('=')[0]}; see 'cronctl why --help'")
     zone = load_zone(job.timezone) if job.every is None else UTC
+    value = _on_today(value, now, zone)
     # A time in a DST gap is a fair question ("not planned: DST gap skipped").
     at = argtypes.parse_time(value, now, what="AT", zone=zone, gap_ok=True)  # one-line errors
     if argtypes.is_relative(value) or job.every is not None:
@@ -37,6 +39,20 @@ def _instant(job: JobDefinition, text: str, now: datetime) -> tuple[datetime, da
     except ValueError:
         return at, None  # "now"
     return at, (written if written.tzinfo is None else None)
+
+
+_TIME_OF_DAY = re.compile(r"(\d{1,2}):(\d{2})(:\d{2}(?:\.\d+)?)?")
+
+
+def _on_today(value: str, now: datetime, zone: tzinfo) -> str:
+    """A time of day alone (``09:15``, ``09:15:20``) is that time today in the job's zone
+    (how one asks about this morning's run); anything else is left as it is."""
+    match = _TIME_OF_DAY.fullmatch(value)
+    if match is None:
+        return value
+    hour, minute, seconds = match.groups()
+    today = now.astimezone(zone).date().isoformat()
+    return f"{today}T{int(hour):02d}:{minute}{seconds or ':00'}"
 
 
 def _gap_answer(job: JobDefinition, wall: datetime) -> tuple[datetime | None, bool]:

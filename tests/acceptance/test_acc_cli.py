@@ -86,7 +86,8 @@ def test_python_dash_m(run: Run) -> None:
 # --- global options everywhere ------------------------------------------------------------
 
 @pytest.mark.parametrize(("command", "rc"), [
-    (("validate",), 0), (("list",), 0), (("next", "ok"), 0), (("history",), 0),
+    # history: 3, g.db (--database, after the command) does not exist (issue 39)
+    (("validate",), 0), (("list",), 0), (("next", "ok"), 0), (("history",), 3),
     (("db", "current"), 0), (("systemd-unit",), 0), (("logs", "99"), 3),
     (("cancel", "99"), 3), (("trigger", "nope"), 3),
 ], ids=lambda v: " ".join(v) if isinstance(v, tuple) else str(v))
@@ -458,6 +459,10 @@ def test_pause_and_resume_show_in_list(run: Run, jobs: None) -> None:
 
 
 def test_status(run: Run, jobs: None) -> None:
+    # issue 39: a database that does not exist is said so (it looked empty), not created
+    missing = run("status")
+    assert missing.rc == 3 and "cronctl.db does not exist" in missing.err, str(missing)
+    assert run("db", "upgrade").rc == 0
     result = run("status")
     assert result.rc == 0, str(result)
 

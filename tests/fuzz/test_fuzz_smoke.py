@@ -30,7 +30,8 @@ def _run(args: list[bytes], cwd: Path) -> subprocess.CompletedProcess[bytes]:
     ({}, [b"next", b"\xff * * * *"], (2,)),
     ({}, [b"next", b"0 0 * * *", b"--tz", b"\xfe\xff"], (2,)),
     ({}, [b"next", b"\x1b[31m * * * *"], (2,)),
-    ({}, [b"--database", b"sqlite:///\xff", b"status"], (0,)),
+    # (3: the file does not exist, said in one line; issue 39)
+    ({}, [b"--database", b"sqlite:///\xff", b"status"], (3,)),
     ({"jobs.d/\udcff.toml": b"garbage =\n"}, [b"validate"], (1,)),  # a file name byte 0xff
     ({"jobs.d/\udcff.toml": b"garbage =\n"}, [b"list"], (1,)),
     # times and counts at the edges
@@ -47,7 +48,7 @@ def _run(args: list[bytes], cwd: Path) -> subprocess.CompletedProcess[bytes]:
     ({}, [b"cancel", b"--job", b"\xff"], (2,)),
     ({}, [b"logs", b"--job", b"\xff"], (2,)),
     ({}, [b"history", b"\xff"], (2,)),
-    ({}, [b"--database", b"\xff", b"status"], (0, 1)),
+    ({}, [b"--database", b"\xff", b"status"], (0, 1, 3)),
     ({}, [b"--database", b"a" * 300, b"status"], (2,)),
     ({}, [b"--database", b"postgresql://u@h:notaport/db", b"status"], (2,)),
     ({}, [b"--database", b"postgresql://u@[::1/db", b"status"], (2,)),

@@ -90,7 +90,8 @@ def test_huge_strings_are_refused_at_once(tmp_path: Path) -> None:
     crontab = tmp_path / "big.cron"
     crontab.write_text("* * * * * " + "x " * 5_000_000 + "\n")
     done = _cronctl(tmp_path, "import-crontab", str(crontab), "--dry-run")
-    assert done.returncode == 1 and "at most 128 KiB" in done.stderr, done.stderr[:500]
+    # (a dry run reports the line and exits 0: issue 39)
+    assert done.returncode == 0 and "at most 128 KiB" in done.stderr, done.stderr[:500]
     assert time.monotonic() - began < 30  # (a minute and more each before)
 
 

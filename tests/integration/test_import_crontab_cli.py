@@ -250,3 +250,49 @@ def test_system_crontab_lines_of_other_users_keep_their_user(workdir: Path) -> N
     assert "standard input:3: not converted: the line holds a NUL character" in run.err
     checked = cronctl(workdir, "validate")
     assert checked.code == 0, checked.err
+
+
+def test_a_command_cron_cut_at_percent_is_converted_with_a_warning(workdir: Path) -> None:
+    """Issue 39: `date +%F` (unescaped) was converted faithfully, cut as cron cut it,
+    without a word that it was broken under cron too."""
+    (workdir / "mycron").write_text("0 4 * * * date +%F > /tmp/today\n"
+                                    "0 5 * * * date +\\%F > /tmp/fine\n")
+    run = cronctl(workdir, "import-crontab", "mycron", "--dry-run")
+    assert run.code == 0
+    warned = [line for line in run.err.splitlines() if ": warning: " in line]
+    assert len(warned) == 1 and warned[0].startswith("mycron:1: warning: cron cut this "
+                                                     "command at its first unescaped '%'")
+    assert "# warning: cron cut this command" in run.out
+    doc = cronctl(workdir, "import-crontab", "mycron", "--dry-run", "--json").json()
+    assert [w["line"] for w in doc["warnings"]] == [1]  # type: ignore[index, union-attr]
+
+
+def test_ids_say_what_a_common_tool_works_on(workdir: Path) -> None:
+    """Issue 39: ids came from the first word (`echo`, `echo-2`, `find`)."""
+    (workdir / "mycron").write_text("0 1 * * * echo hello > /tmp/a\n"
+                                    "0 2 * * * echo bye > /tmp/b\n"
+                                    "0 3 * * * find /var/log -mtime +7 -delete\n"
+                                    "0 4 * * * /usr/local/bin/backup.sh --full\n")
+    doc = cronctl(workdir, "import-crontab", "mycron", "--dry-run", "--json").json()
+    assert [j["id"] for j in doc["jobs"]] == [  # type: ignore[union-attr]
+        "echo-hello", "echo-bye", "find-log", "backup"]
+
+
+def test_the_zone_note_only_when_a_line_has_no_cron_tz(workdir: Path) -> None:
+    """Issue 39: "(lines without CRON_TZ/TZ fire in Etc/UTC)" though CRON_TZ was set."""
+    (workdir / "mycron").write_text("CRON_TZ=Europe/Berlin\n0 1 * * * /opt/a\n")
+    assert "lines without CRON_TZ/TZ" not in cronctl(workdir, "import-crontab", "mycron",
+                                                     "--dry-run").err
+    (workdir / "mycron").write_text("0 1 * * * /opt/a\nCRON_TZ=Europe/Berlin\n0 2 * * * /opt/b\n")
+    assert "(lines without CRON_TZ/TZ fire in UTC)" in cronctl(workdir, "import-crontab",
+                                                               "mycron", "--dry-run").err
+
+
+def test_a_dry_run_that_reports_unconverted_lines_exits_0(workdir: Path) -> None:
+    """Issue 39: `--dry-run` exited 1 for an @reboot line: it only reports. Writing still
+    exits 1 when a line was not converted."""
+    (workdir / "mycron").write_text("@reboot /opt/start\n0 1 * * * /opt/a\n")
+    dry = cronctl(workdir, "import-crontab", "mycron", "--dry-run")
+    assert dry.code == 0 and "mycron:1: not converted: @reboot" in dry.err
+    assert cronctl(workdir, "import-crontab", "mycron", "--dry-run", "--json").code == 0
+    assert cronctl(workdir, "import-crontab", "mycron").code == 1

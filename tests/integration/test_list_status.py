@@ -96,3 +96,22 @@ def test_postgres_list_shows_last_status_and_paused(tmp_path: Path, postgres_url
     assert not [m for m in heavy if not m.startswith("psycopg")], heavy  # no SQLAlchemy
     assert rows["alpha"]["last_status"] == "failed"
     assert rows["beta"]["paused"] is True
+
+
+def test_no_jobs_says_where_it_looked(tmp_path: Path) -> None:
+    """Issue 39: in a directory without cronctl.toml, `list` said "no jobs" and no more."""
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path)}
+
+    def listing(*args: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "cronctl", *args, "list"], cwd=tmp_path,
+                              capture_output=True, text=True, env=env, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    assert listing() == (
+        "no jobs: no cronctl.toml found (./cronctl.toml, /etc/cronctl/cronctl.toml), and "
+        f"the jobs directory {tmp_path / 'jobs.d'} does not exist (see --config, --jobs-dir)")
+    (tmp_path / "jobs.d").mkdir()
+    (tmp_path / "cronctl.toml").write_text("[scheduler]\n")
+    assert listing() == (f"no jobs in {tmp_path / 'jobs.d'} (config "
+                         f"{tmp_path / 'cronctl.toml'}), nor from installed packages")

@@ -207,3 +207,21 @@ def test_unknown_job_id_exits_3_with_did_you_mean(
     assert exc.value.code == 3
     err = capsys.readouterr().err
     assert err.strip() == "error: no job 'backp' (did you mean 'backup'?)"
+
+
+def test_a_job_with_jitter_says_its_fires_come_up_to_that_much_later(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Issue 39: `next` showed a jittered job's planned times as if it started on them."""
+    jobs = tmp_path / "jobs.d"
+    jobs.mkdir()
+    (jobs / "a.toml").write_text('[jobs.spread]\ncron = "0 * * * *"\njitter = "90s"\n'
+                                 'command = ["true"]\n')
+    for args, needle in (([], "each fire starts up to 1m 30s after the time shown"),
+                         (["--json"], '"jitter_seconds": 90.0')):
+        try:
+            main(["--jobs-dir", str(jobs), "--database", "none", "next", "spread", "-n", "1",
+                  *args])
+        except SystemExit as exc:
+            assert not exc.code
+        assert needle in capsys.readouterr().out

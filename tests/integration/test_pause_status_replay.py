@@ -320,9 +320,39 @@ def test_status_without_shared_state(cli: Cli, tmp_path: Path) -> None:
     assert doc["shared_state"] is False and doc["nodes"] == [] and doc["running"] == []
     assert sorted(f["job"] for f in doc["next"] if f["job"] in OURS) == ["hourly", "quarter"]
     assert "no shared state" in cli("--database", "none", "status").out
-    fresh = cli("status", "--json")  # the SQLite file does not exist yet: nothing ran
-    assert fresh.rc == 0 and fresh.json()["nodes"] == []
+    # issue 39: a database file that does not exist said "no live nodes" (exit 0)
+    fresh = cli("status", "--json")
+    assert fresh.rc == 3 and fresh.out == ""
+    assert "state.db does not exist" in fresh.err
     assert not (tmp_path / "state.db").exists()
+
+
+def _check_queued_requests(cli: Cli, url: str) -> None:
+    """Issue 39: requests `replay` queued with no scheduler running were invisible:
+    `status` said "nothing pending or running" and its JSON had no field for them."""
+    done = cli("replay", "hourly", "--since", "150m", "--json")
+    assert done.rc == 0, done
+    queued = [q["scheduled_at"] for q in done.json()["queued"]]
+    assert len(queued) in (2, 3)
+    doc = cli("status", "--json").json()
+    assert [(q["job"], q["origin"], q["scheduled_at"], q["taken_by"])
+            for q in doc["queued"]] == [("hourly", "replay", at, None) for at in queued]
+    assert doc["running"] == []
+    text = cli("status").out
+    assert "Queued requests (trigger, replay):" in text
+    assert text.count("a scheduler: none is live ('cronctl run')") == len(queued)
+    store = open_store(url, node_id="reader")  # the full store reads them alike
+    try:
+        assert [r.scheduled_at for r in store.waiting_triggers(10)] == [
+            datetime.fromisoformat(at) for at in queued]
+        assert len(store.waiting_triggers(1)) == 1
+    finally:
+        store.close()
+
+
+def test_status_shows_requests_no_scheduler_took_sqlite(cli: Cli, store: Store,
+                                                        sqlite_url: str) -> None:
+    _check_queued_requests(cli, sqlite_url)
 
 
 # --- PostgreSQL -------------------------------------------------------------------------------
@@ -339,6 +369,12 @@ def test_pause_replay_status_postgres(tmp_path: Path, postgres_url: str,
         _check_status(cli, store)
     finally:
         store.close()
+
+
+@pytest.mark.postgres
+def test_status_shows_requests_no_scheduler_took_postgres(
+        tmp_path: Path, postgres_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    _check_queued_requests(_cli_for(tmp_path, postgres_url, capsys), postgres_url)
 
 
 # --- end to end -------------------------------------------------------------------------------

@@ -109,9 +109,12 @@ def test_a_process_isolated_handler_cannot_harm_the_scheduler(tmp_path: Path) ->
         assert _cpu(run.proc.pid) - before < 0.5  # no spinning thread left behind
         hello = _final(project, "hello")
         assert hello["status"] == "succeeded"
-        assert "params {'a': 1} attempt 1" in project.cli("logs", str(hello["id"])).stdout
+        hello_log = project.cli("logs", str(hello["id"])).stdout
+        assert "params {'a': 1} attempt 1" in hello_log
+        assert "INFO params" not in hello_log  # issue 39: the level was in the text too
         boom = _final(project, "boom")
         assert (boom["status"], boom["exit_code"]) == ("dead_letter", 1)
+        assert boom["error"] == "ValueError: bad thing"  # issue 39: it was "exit code 1"
         assert "ValueError: bad thing" in project.cli("logs", str(boom["id"])).stdout
     finally:
         assert run.stop() == 0, run.text()[-3000:]

@@ -66,8 +66,10 @@ def test_the_unit_links_the_installed_man_pages_and_cronctl_man_shows_them(
     assert all(f.is_file() for f in files), files
     where = cli(tmp_path, "man", "--path")
     assert where.returncode == 0 and Path(where.stdout.strip()) == files[0]
-    page = cli(tmp_path, "man", "cronctl.toml")  # piped: the roff source
+    page = cli(tmp_path, "man", "cronctl.toml", "--source")
     assert page.returncode == 0 and page.stdout.startswith(".TH CRONCTL.TOML 5")
+    piped = cli(tmp_path, "man", "cronctl.toml")  # issue 39: formatted, not troff
+    assert piped.returncode == 0 and "NAME" in piped.stdout and ".TH" not in piped.stdout
     bad = cli(tmp_path, "man", "crontab")
     assert bad.returncode == 2 and "no cronctl man page" in bad.stderr
     if shutil.which("systemd-analyze") is not None:

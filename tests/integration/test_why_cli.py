@@ -10,6 +10,7 @@ import textwrap
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -178,6 +179,38 @@ def test_why_reads_a_minus_relative_time_as_ago(project: Path, store: Store) -> 
     assert other.returncode == 2 and "written without the minus: 5m, not -5m" in other.stderr
 
 
+def test_why_takes_a_time_of_day_as_today_in_the_jobs_zone(project: Path,
+                                                            store: Store) -> None:
+    """Issue 39: `why JOB 09:15:20` was refused."""
+    zone = ZoneInfo("America/New_York")
+    today = datetime.now(zone).date()
+    wanted = datetime(today.year, today.month, today.day, 2, 30, tzinfo=zone)
+    if wanted.replace(hour=0).utcoffset() == wanted.replace(hour=4).utcoffset():  # no DST day
+        for at in ("02:30:00", "2:30", "02:30:59"):
+            assert why(project, "shifted", at)["scheduled_at"] == iso(wanted.astimezone(UTC))
+    minute = datetime.now(UTC).replace(second=0, microsecond=0) - 2 * M
+    execution(store, minute, 1, ExecutionStatus.SUCCEEDED)
+    doc = why(project, "minutely", minute.strftime("%H:%M:20"))
+    assert doc["outcome"] == "ran" and doc["scheduled_at"] == iso(minute)
+
+
+def test_every_command_that_names_a_job_takes_job_too(project: Path, store: Store) -> None:
+    """Issue 39: `history --job X` was refused ("no such option") while `logs` takes it."""
+    execution(store, MIN, 1, ExecutionStatus.SUCCEEDED)
+    by_option = cli(project, "history", "--job", "minutely", "--json")
+    assert by_option.returncode == 0, by_option.stderr
+    assert by_option.stdout == cli(project, "history", "minutely", "--json").stdout
+    assert json.loads(cli(project, "why", "--job", "minutely", iso(MIN), "--json").stdout)[
+        "outcome"] == "ran"
+    both = cli(project, "history", "minutely", "--job", "nightly")
+    assert both.returncode == 2 and "name the job once" in both.stderr
+    dry = cli(project, "replay", "--job", "minutely", "--since", "5m", "--dry-run", "--json")
+    assert dry.returncode == 0, dry.stderr
+    assert cli(project, "pause", "--job", "nightly").returncode == 0
+    assert cli(project, "resume", "--job", "nightly").returncode == 0
+    assert cli(project, "trigger", "--job", "nope").returncode == 3
+
+
 def test_why_errors_are_one_line(project: Path, store: Store) -> None:
     missing = cli(project, "why", "nope", "1h")
     assert missing.returncode == 3 and "nope" in missing.stderr
@@ -210,5 +243,7 @@ def test_history_lists_skip_records_one_entry_per_instant(project: Path, store: 
     assert len(until) == 2
     plain = cli(project, "history", "--status", "skipped")
     assert plain.returncode == 0 and "misfire" in plain.stdout and "skipped" in plain.stdout
+    # issue 39: three instants of one stored run all showed the id s1: a skip has no id
     assert [line.split()[0] for line in plain.stdout.splitlines() if "skipped" in line] == [
-        "s2", "s1", "s1", "s1"]
+        "-", "-", "-", "-"]
+    assert len({e["occurrence_id"] for e in entries}) == 4  # what names each instant

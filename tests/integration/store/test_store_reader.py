@@ -52,6 +52,9 @@ def _fill(store: Store) -> dict[str, int]:
     store.advance_cursor("a", T0 + timedelta(minutes=4))
     store.register_node("n1", "host-1", os.getpid(), datetime.now(UTC), ttl=TTL)
     store.note_delivery("n1", ok=False, error="webhook: 500", now=T0)
+    for minutes in (1, 2):  # requests no scheduler acted on (status lists them)
+        store.enqueue_trigger("a", Origin.REPLAY, scheduled_at=T0 + timedelta(minutes=minutes),
+                              now=T0 + timedelta(seconds=minutes))
     return ids
 
 
@@ -93,6 +96,7 @@ def test_the_reader_returns_what_the_store_returns(store: Store, store_url: str)
             "live_nodes": lambda s: s.live_nodes(now, TTL),
             "delivery_failures": lambda s: [s.delivery_failures(),
                                             s.delivery_failures(["zz"])],
+            "waiting_triggers": lambda s: [s.waiting_triggers(10), s.waiting_triggers(1)],
         }
         assert set(calls) == _members(Reads)  # every read of the role is compared
         for name, call in calls.items():

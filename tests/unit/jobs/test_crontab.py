@@ -252,7 +252,14 @@ def test_commands_run_with_shell_semantics() -> None:
     ("[ -x /usr/lib/php/sessionclean ] && if [ ! -d /run/systemd ]; then "
      "/usr/lib/php/sessionclean; fi", "sessionclean"),
     ("python3 /opt/app/manage.py clearsessions", "manage"),
-    ("echo 'unbalanced", "echo"),
+    ("echo 'unbalanced", "echo-unbalanced"),
+    # issue 39: a common tool's id says what it works on (ids were echo, echo-2, find)
+    ("echo hello > /tmp/x", "echo-hello"),
+    ("find /var/log -mtime +7 -delete", "find-log"),
+    ("rm -rf /tmp/cache/*", "rm-cache"),
+    ("curl -fsS https://hc-ping.example/abc >/dev/null", "curl-hc-ping.example"),
+    ("systemctl restart nginx", "systemctl-restart-nginx"),
+    ("/usr/bin/du -sh /srv", "du-srv"),
     ("'/opt/my tools/run me.sh' --now", "run-me"),
     ("!!! ???", "job"),
     ("/" + "a" * 300, "a" * 60),
