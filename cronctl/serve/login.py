@@ -27,7 +27,7 @@ router = APIRouter(include_in_schema=False)
 
 @router.get("/login", response_class=HTMLResponse)
 def login_page(request: Request, next: str = "/") -> Response:
-    return page(request, "login.html", next=safe_next(next), tokens=True, error=None)
+    return page(request, "login.html", next=safe_next(next), error=None)
 
 
 @router.post("/login", response_class=HTMLResponse)
@@ -39,7 +39,7 @@ def login(request: Request, token: str = Form(""), next: str = Form("/")) -> Res
     except Unauthorized as exc:
         ctx.failures.failed(source_of(client))
         ctx.refusals.note(client, "POST /login", 401)
-        return page(request, "login.html", status=401, next=safe_next(next), tokens=True,
+        return page(request, "login.html", status=401, next=safe_next(next),
                     error=str(exc))
     [entry] = [t for t in ctx.tokens if t.name == who.name]
     session = new_session_id()
