@@ -21,6 +21,7 @@ from cronctl.errors import UsageError
 from cronctl.options import GlobalOptions
 
 if TYPE_CHECKING:
+    from cronctl.config import Config
     from cronctl.jobs.model import JobDefinition
 
 log = logging.getLogger("cronctl.runtime")
@@ -54,7 +55,7 @@ def run(
         log.error("not started: %d violation%s", len(checked.violations),
                   "" if len(checked.violations) == 1 else "s")
         raise typer.Exit(1)
-    config = checked.config
+    config = _contained(checked.config)
     from cronctl.runtime.service import serve
     from cronctl.store import open_store
 
@@ -63,6 +64,31 @@ def run(
         serve(config, checked.result.jobs, store, reload=lambda: _reloaded(options))
     finally:
         store.close()
+
+
+def _contained(config: Config) -> Config:
+    """``[scheduler] cgroup`` resolved before anything is started: the directory the
+    command attempts get their cgroups in (the scheduler moved out of it when it was in
+    it), or ``"off"`` (:mod:`cronctl.cgroups`). A configured directory that cannot be
+    used refuses the start; ``auto`` falls back on the process group, saying so."""
+    from dataclasses import replace
+
+    from cronctl import cgroups
+
+    found = cgroups.detect(config.cgroup)
+    explicit = config.cgroup not in (cgroups.AUTO, cgroups.OFF)
+    if found.cgroups:
+        assert found.base is not None
+        try:
+            cgroups.Base(found.base).prepare()
+        except OSError as exc:
+            found = cgroups.Containment("process-group", None,
+                                        f"cannot use cgroup {found.base}: {exc.strerror}")
+    if explicit and not found.cgroups:
+        log.error("not started: [scheduler] cgroup: %s", found.reason)
+        raise typer.Exit(1)
+    log.info("a command's processes end with its attempt: %s", found.describe())
+    return replace(config, cgroup=found.base or cgroups.OFF)
 
 
 def _reloaded(options: GlobalOptions) -> Sequence[JobDefinition] | None:
