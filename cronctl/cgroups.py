@@ -30,7 +30,6 @@ import os
 import signal
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 AUTO, OFF = "auto", "off"
 LEAF = "scheduler"  # where the scheduler moves when it is in its own base
@@ -208,7 +207,7 @@ class Attempt:
         except OSError:
             return False
 
-    def signal(self, sig: signal.Signals) -> None:
+    def signal_all(self, sig: signal.Signals) -> None:
         """``sig`` to every member (a pid is checked to still be a member through its
         pidfd, so a reused pid is never signalled)."""
         for pid in self.pids():
@@ -225,11 +224,11 @@ class Attempt:
                 os.close(pidfd)
 
     def send(self, sig: signal.Signals) -> None:
-        """``sig`` to every member: :meth:`kill` for SIGKILL, :meth:`signal` otherwise."""
+        """``sig`` to every member: :meth:`kill` for SIGKILL, :meth:`signal_all` otherwise."""
         if sig == signal.SIGKILL:
             self.kill()
         else:
-            self.signal(sig)
+            self.signal_all(sig)
 
     def kill(self) -> None:
         """SIGKILL to every member: ``cgroup.kill`` (Linux 5.14), else freeze (nothing
