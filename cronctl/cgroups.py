@@ -35,6 +35,9 @@ AUTO, OFF = "auto", "off"
 LEAF = "scheduler"  # where the scheduler moves when it is in its own base
 PREFIX = "attempt-"
 _DELEGATE_XATTRS = ("trusted.delegate", "user.delegate")  # systemd >= 251 sets one
+# Set by the unit `cronctl systemd-unit` writes, beside Delegate=yes: reading the
+# trusted.* xattr needs CAP_SYS_ADMIN, which that unit's scheduler does not have.
+DELEGATED_ENV = "CRONCTL_CGROUP_DELEGATED"
 
 
 def setting(value: str) -> str:
@@ -76,8 +79,11 @@ def cgroup_of(pid: int | str = "self") -> str | None:
     return None
 
 
-def delegated(path: str) -> bool:
-    """Whether systemd delegated ``path`` to the process in it (``Delegate=yes``)."""
+def delegated(path: str, *, ours: bool = False) -> bool:
+    """Whether systemd delegated ``path`` (``Delegate=yes``); ``ours``: it is this
+    process's own cgroup, so ``$CRONCTL_CGROUP_DELEGATED=1`` says so too."""
+    if ours and os.environ.get(DELEGATED_ENV) == "1":
+        return True
     for name in _DELEGATE_XATTRS:
         with contextlib.suppress(OSError):
             if os.getxattr(path, name) == b"1":
@@ -85,11 +91,12 @@ def delegated(path: str) -> bool:
     return False
 
 
-def unusable(path: str) -> str | None:
-    """Why ``path`` cannot hold attempt cgroups (one line), or ``None``."""
+def unusable(path: str, *, writer: bool = True) -> str | None:
+    """Why ``path`` cannot hold attempt cgroups (one line), or ``None``; ``writer=False``
+    asks only whether it is a cgroup (for whoever merely looks: ``status``)."""
     if not os.path.isfile(os.path.join(path, "cgroup.procs")):
         return f"{path} is not a cgroup v2 directory"
-    if not os.access(path, os.W_OK) or not os.access(os.path.join(path, "cgroup.procs"),
+    if writer and not os.access(path, os.W_OK) or not os.access(os.path.join(path, "cgroup.procs"),
                                                       os.W_OK):
         return f"{path} is not writable by uid {os.geteuid()}"
     return None
@@ -119,11 +126,12 @@ class Containment:
 
 def detect(value: str, pid: int | None = None) -> Containment:
     """What ``[scheduler] cgroup = value`` gives the scheduler ``pid`` (``None``: one
-    about to start in this process's cgroup)."""
+    about to start in this process's cgroup, which must be able to write it)."""
+    writer = pid is None
     if value == OFF:
         return Containment("process-group", None, "[scheduler] cgroup = \"off\"")
     if value != AUTO:
-        problem = unusable(value)
+        problem = unusable(value, writer=writer)
         if problem is not None:
             return Containment("process-group", None, problem)
         return Containment("cgroup", value, "[scheduler] cgroup")
@@ -131,9 +139,11 @@ def detect(value: str, pid: int | None = None) -> Containment:
     if own is None:
         return Containment("process-group", None, "no cgroup v2 hierarchy")
     parent = os.path.dirname(own)
-    if os.path.basename(own) == LEAF and delegated(parent) and unusable(parent) is None:
+    if os.path.basename(own) == LEAF and unusable(parent, writer=writer) is None and (
+            pid is not None or delegated(parent, ours=True)):
+        # (only a scheduler with attempt cgroups beside it moves into this leaf)
         return Containment("cgroup", parent, "delegated by systemd")
-    if delegated(own) and unusable(own) is None:
+    if pid is None and delegated(own, ours=True) and unusable(own) is None:
         return Containment("cgroup", own, "delegated by systemd")
     return Containment("process-group", None,
                        f"cgroup {own} is not delegated to cronctl (Delegate=yes)")
