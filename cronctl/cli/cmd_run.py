@@ -91,9 +91,9 @@ def _contained(config: Config) -> Config:
     return replace(config, cgroup=found.base or cgroups.OFF)
 
 
-def _reloaded(options: GlobalOptions) -> Sequence[JobDefinition] | None:
-    """SIGHUP: the job set to reload, or None to keep the current one (every violation
-    logged)."""
+def _reloaded(options: GlobalOptions) -> tuple[Sequence[JobDefinition], Config] | None:
+    """SIGHUP: the job set to reload and the configuration read again, or None to keep
+    the current ones (every violation logged)."""
     checked = check_all(options)
     if checked.violations:
         for violation in checked.violations:
@@ -103,7 +103,7 @@ def _reloaded(options: GlobalOptions) -> Sequence[JobDefinition] | None:
         return None
     for warning in checked.warnings:
         log.warning("%s", warning)
-    return checked.result.jobs
+    return checked.result.jobs, checked.config
 
 
 def register(app: typer.Typer) -> None:
