@@ -247,3 +247,41 @@ def test_the_scheduler_in_its_own_delegated_cgroup_moves_to_a_leaf(
     finally:
         running.stop()
 
+
+
+def test_the_dispatcher_contains_a_job_of_another_user_and_cleans_up_a_failed_spawn(
+        cgroup_base: str, tmp_path: Path) -> None:
+    """A command run as ``nobody`` joins its cgroup after the switch (the move is judged
+    by the scheduler's descriptor): its ``setsid`` child ends with it; a command that
+    cannot start leaves no cgroup behind."""
+    from datetime import timedelta
+
+    from cronctl.dispatch.command import CommandDispatcher
+    from cronctl.dispatch.testing import OutcomeRecorder, RecordingSink, request_for
+    from cronctl.jobs.model import CommandTarget, JobDefinition
+
+    def job(*argv: str, user: str | None = None) -> JobDefinition:
+        return JobDefinition(id="contained", cron="* * * * * *",
+                             target=CommandTarget(argv=argv, user=user),
+                             kill_timeout=timedelta(seconds=5))
+
+    mark = f"4322.{uuid.uuid4().int % 10**6}"
+    dispatcher = CommandDispatcher(cgroups=cgroups.Base(cgroup_base))
+    try:
+        warned = []
+        for definition, status in (
+                (job("/bin/sh", "-c", f"setsid env -i /bin/sleep {mark} & sleep 0.3",
+                     user="nobody"), "succeeded"),
+                (job(str(tmp_path / "no-such-program")), "failed")):
+            sink, done = RecordingSink(), OutcomeRecorder()
+            dispatcher.start(request_for(definition), sink, done)  # type: ignore[arg-type]
+            assert done.wait(20)
+            assert done.outcomes[0].status.value == status, done.outcomes[0].error
+            assert not _sleepers(mark)
+            assert not [n for n in os.listdir(cgroup_base) if n.startswith(cgroups.PREFIX)]
+            warned.append(any("found in its cgroup" in m for m in sink.messages))
+        assert warned == [True, False]
+    finally:
+        dispatcher.shutdown(wait=False)
+        for pid in _sleepers(mark):
+            os.kill(pid, signal.SIGKILL)
