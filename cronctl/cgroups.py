@@ -170,6 +170,16 @@ class Base:
                     with contextlib.suppress(OSError):
                         os.rmdir(os.path.join(self.path, name))  # (only when empty)
 
+    def leftovers(self) -> list[str]:
+        """The attempts' cgroups that still have processes (at start: those of a scheduler
+        that was killed; systemd kills them with its unit, elsewhere nobody does)."""
+        try:
+            names = sorted(os.listdir(self.path))
+        except OSError:
+            return []
+        return [os.path.join(self.path, name) for name in names if name.startswith(PREFIX)
+                and Attempt(os.path.join(self.path, name), None).populated()]
+
     def attempt(self, tag: str) -> Attempt:
         """A new cgroup for the attempt tagged ``tag``, its ``cgroup.procs`` open for the
         child (``OSError`` when it cannot be made)."""

@@ -80,7 +80,13 @@ def _contained(config: Config) -> Config:
     if found.cgroups:
         assert found.base is not None
         try:
-            cgroups.Base(found.base).prepare()
+            base = cgroups.Base(found.base)
+            base.prepare()
+            for path in base.leftovers():
+                log.warning("cgroup %s of an earlier attempt still has processes (pid %s): "
+                            "its scheduler was killed; 'echo 1 > %s/cgroup.kill' ends them",
+                            path, ", ".join(map(str, cgroups.Attempt(path, None).pids())),
+                            path)
         except OSError as exc:
             found = cgroups.Containment("process-group", None,
                                         f"cannot use cgroup {found.base}: {exc.strerror}")

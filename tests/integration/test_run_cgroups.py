@@ -285,3 +285,34 @@ def test_the_dispatcher_contains_a_job_of_another_user_and_cleans_up_a_failed_sp
         dispatcher.shutdown(wait=False)
         for pid in _sleepers(mark):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_a_killed_schedulers_leftover_cgroup_is_named_at_the_next_start(
+        tmp_path: Path, cgroup_base: str) -> None:
+    """SIGKILL to ``cronctl run`` outside systemd: its leader dies with it, the daemon stays
+    in the attempt's cgroup; the next start names that cgroup and how to end it."""
+    mark = f"4323.{uuid.uuid4().int % 10**6}"
+    pid_file = tmp_path / "daemon.pid"
+    project = _project(tmp_path, cgroup_base)
+    project.jobs(f'[jobs.leave]\ncron = "0 0 3 * * *"\nshell = true\n'
+                 f'command = "{_daemon_line(mark, pid_file, "exec sleep 60")}"\n')
+    first = project.start(log_name="first.log")
+    second = None
+    try:
+        assert first.wait_for(lambda t: "ready node=" in t, 20), first.text()
+        assert project.cli("trigger", "leave").returncode == 0
+        deadline = time.monotonic() + 10
+        while not pid_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert pid_file.exists(), first.text()
+        first.kill()
+        second = project.start(log_name="second.log")
+        assert second.wait_for(lambda t: "ready node=" in t, 20), second.text()
+        assert "of an earlier attempt still has processes (pid " in second.text()
+        assert "/cgroup.kill' ends them" in second.text()
+    finally:
+        if second is not None:
+            second.stop()
+        first.kill()
+        for pid in _sleepers(mark):
+            os.kill(pid, signal.SIGKILL)
