@@ -100,47 +100,61 @@ def _project(tmp_path: Path, base: str) -> Project:
                    extra=f'cgroup = "{base}"\n')
 
 
-@pytest.mark.parametrize("case", ["end", "timeout", "cancel"])
+CASES = {"end": ("exit 0", "", "succeeded"),  # then, extra keys, final status
+         "timeout": ("exec sleep 60", 'timeout = "1s"\n', "dead_letter"),
+         "cancel": ("exec sleep 60", "", "cancelled")}
+
+
 def test_a_setsid_env_cleared_daemon_ends_with_its_attempt(
-        tmp_path: Path, cgroup_base: str, case: str) -> None:
-    mark = f"4321.{uuid.uuid4().int % 10**6}"
-    pid_file = tmp_path / "daemon.pid"
-    then = "exit 0" if case == "end" else "exec sleep 60"
-    extra = 'timeout = "1s"\n' if case == "timeout" else ""
+        tmp_path: Path, cgroup_base: str) -> None:
+    """One scheduler, one job per case: the attempt ends by itself, times out, is
+    cancelled; each left a ``setsid env -i`` daemon behind."""
+    marks = {case: f"4321.{uuid.uuid4().int % 10**6}" for case in CASES}
+    pids = {case: tmp_path / f"{case}.pid" for case in CASES}
     project = _project(tmp_path, cgroup_base)
-    project.jobs(f'[jobs.leave]\ncron = "0 0 3 * * *"\nshell = true\n'
-                 f'command = "{_daemon_line(mark, pid_file, then)}"\nkill_timeout = "5s"\n'
-                 f'max_attempts = 1\n{extra}')
+    project.jobs("".join(
+        f'[jobs.{case}]\ncron = "0 0 3 * * *"\nshell = true\nmax_attempts = 1\n'
+        f'command = "{_daemon_line(marks[case], pids[case], then)}"\nkill_timeout = "5s"\n'
+        f'{extra}\n' for case, (then, extra, _) in CASES.items()))
     running = project.start()
+    rows = {}
     try:
         assert running.wait_for(lambda t: "ready node=" in t, 20), running.text()
         assert "a cgroup per attempt under " + cgroup_base in running.text()
-        assert project.cli("trigger", "leave").returncode == 0
+        for case in CASES:
+            assert project.cli("trigger", case).returncode == 0
         deadline = time.monotonic() + 10
-        while not pid_file.exists() and time.monotonic() < deadline:
+        while not all(p.exists() for p in pids.values()) and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert pid_file.exists(), running.text()
-        if case == "cancel":
-            cancelled = project.cli("cancel", "1")
-            assert cancelled.returncode == 0, cancelled.stderr
-        rows = _final(project, "leave")
-        assert rows, running.text()
+        assert all(p.exists() for p in pids.values()), running.text()
+        store = open_sqlite(project)
+        try:
+            (cancel,) = store.list_executions(job_id="cancel", limit=5)
+        finally:
+            store.close()
+        cancelled = project.cli("cancel", str(cancel.id))
+        assert cancelled.returncode == 0, cancelled.stderr
+        for case in CASES:
+            got = _final(project, case)
+            assert got, (case, running.text())
+            rows[case] = got[0]
         ended = time.monotonic()
-        while _sleepers(mark) and time.monotonic() - ended < 1.0:
+        while any(map(_sleepers, marks.values())) and time.monotonic() - ended < 1.0:
             time.sleep(0.02)
-        assert not _sleepers(mark), f"the daemon outlived its attempt ({case})"
+        for case, mark in marks.items():
+            assert not _sleepers(mark), f"the daemon outlived its attempt ({case})"
         while os.listdir(cgroup_base) and time.monotonic() - ended < 2.0:
             time.sleep(0.02)
         left = [n for n in os.listdir(cgroup_base) if n.startswith(cgroups.PREFIX)]
-        assert not left, f"the attempt's cgroup is left: {left}"
+        assert not left, f"the attempts' cgroups are left: {left}"
     finally:
         running.stop()
-        for pid in _sleepers(mark):
-            os.kill(pid, signal.SIGKILL)
-    expected = {"end": "succeeded", "timeout": "dead_letter", "cancel": "cancelled"}[case]
-    assert rows[0].status.value == expected, rows[0].error
-    if case == "end":
-        assert rows[0].cpu_seconds is not None
+        for mark in marks.values():
+            for pid in _sleepers(mark):
+                os.kill(pid, signal.SIGKILL)
+    for case, (_, _, expected) in CASES.items():
+        assert rows[case].status.value == expected, (case, rows[case].error)
+    assert rows["end"].cpu_seconds is not None
 
 
 def test_validate_verbose_and_status_say_which_mechanism_is_in_force(
