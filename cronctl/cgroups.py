@@ -96,8 +96,8 @@ def unusable(path: str, *, writer: bool = True) -> str | None:
     asks only whether it is a cgroup (for whoever merely looks: ``status``)."""
     if not os.path.isfile(os.path.join(path, "cgroup.procs")):
         return f"{path} is not a cgroup v2 directory"
-    if writer and not os.access(path, os.W_OK) or not os.access(os.path.join(path, "cgroup.procs"),
-                                                      os.W_OK):
+    procs = os.path.join(path, "cgroup.procs")
+    if writer and not (os.access(path, os.W_OK) and os.access(procs, os.W_OK)):
         return f"{path} is not writable by uid {os.geteuid()}"
     return None
 
@@ -124,10 +124,12 @@ class Containment:
         return {"mechanism": self.mechanism, "cgroup": self.base, "reason": self.reason}
 
 
-def detect(value: str, pid: int | None = None) -> Containment:
+def detect(value: str, pid: int | None = None, *, writer: bool | None = None
+           ) -> Containment:
     """What ``[scheduler] cgroup = value`` gives the scheduler ``pid`` (``None``: one
-    about to start in this process's cgroup, which must be able to write it)."""
-    writer = pid is None
+    about to start in this process's cgroup). ``writer`` (the default without ``pid``):
+    this process must be able to write the cgroup; ``status`` only looks."""
+    writer = pid is None if writer is None else writer
     if value == OFF:
         return Containment("process-group", None, "[scheduler] cgroup = \"off\"")
     if value != AUTO:

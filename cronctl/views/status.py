@@ -127,4 +127,4 @@ def containment(setting: str, nodes: Sequence[NodeRecord]) -> Containment:
     for node in nodes:
         if node.host == host and processes.alive(node.pid, node.process_start):
             return cgroups.detect(setting, node.pid)
-    return cgroups.detect(setting)
+    return cgroups.detect(setting, writer=False)  # (status may run as another user)

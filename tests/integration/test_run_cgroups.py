@@ -330,3 +330,15 @@ def test_a_killed_schedulers_leftover_cgroup_is_named_at_the_next_start(
         first.kill()
         for pid in _sleepers(mark):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_status_only_looks_at_a_configured_cgroup(
+        cgroup_base: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``status`` (and the API) run as a user that may not write the scheduler's cgroup:
+    what is in force does not depend on that; ``run`` (and ``validate``) does."""
+    from cronctl.views.status import containment
+
+    monkeypatch.setattr(cgroups.os, "access", lambda path, mode: False)
+    assert "is not writable by uid" in cgroups.detect(cgroup_base).reason
+    assert containment(cgroup_base, []).to_json() == {
+        "mechanism": "cgroup", "cgroup": cgroup_base, "reason": "[scheduler] cgroup"}
