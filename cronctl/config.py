@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cronctl.apiconfig import API_KEYS, ApiSettings, read_api
+from cronctl.cgroups import setting as cgroup_setting
 from cronctl.credentials import DATABASE_CREDENTIAL, credential_database
 from cronctl.durations import DurationError, parse_duration
 from cronctl.errors import ConfigError, UsageError
@@ -89,6 +90,7 @@ class Config:
     calendars: tuple[RawCalendar, ...] = ()
     # [api]: what `cronctl serve` listens on, its tokens, its read deadline.
     api: ApiSettings = ApiSettings()
+    cgroup: str = "auto"  # "auto", "off" or a cgroup v2 directory (cronctl/cgroups.py)
 
     @property
     def in_memory(self) -> bool:
@@ -139,12 +141,8 @@ class ConfigResult:
 
 
 _BOOL_KEYS = ("tracked", "auto_migrate")
-_DURATION_KEYS = (
-    "progress_flush_interval",
-    "shutdown_timeout",
-    "heartbeat_interval",
-    "clock_skew_limit",
-)
+_DURATION_KEYS = ("progress_flush_interval", "shutdown_timeout", "heartbeat_interval",
+                  "clock_skew_limit")
 SCHEDULER_KEYS = (
     "database",
     "jobs_dir",
@@ -155,7 +153,7 @@ SCHEDULER_KEYS = (
     "auto_migrate",
     "python_path",
     "output_limit",
-    "isolation",
+    "isolation", "cgroup",
 )
 SECTIONS = ("scheduler", "metrics", "notify", "retention", "calendars", "api")
 RETENTION_KEYS = ("executions", "keep_last", "skipped", "interval", "max_log_lines")
@@ -465,6 +463,8 @@ def _convert(key: str, value: Any, base_dir: Path) -> Any:
         return to_output_limit(value)
     if key == "isolation":
         return parse_choice(Isolation, value).value  # (ValueError names the choices)
+    if key == "cgroup":
+        return cgroup_setting(_string(value))
     if key == "python_path":
         if not isinstance(value, list) or not all(isinstance(v, str) and v.strip()
                                                   for v in value):

@@ -21,6 +21,7 @@ from cronctl.errors import UsageError
 from cronctl.options import GlobalOptions
 
 if TYPE_CHECKING:
+    from cronctl.config import Config
     from cronctl.jobs.model import JobDefinition
 
 log = logging.getLogger("cronctl.runtime")
@@ -55,7 +56,7 @@ def run(
         log.error("not started: %d violation%s", len(checked.violations),
                   "" if len(checked.violations) == 1 else "s")
         raise typer.Exit(1)
-    config = checked.config
+    config = _contained(checked.config)
     _refuse_untrusted_state(config.database)
     from cronctl.runtime.service import serve
     from cronctl.store import open_store
@@ -85,9 +86,40 @@ def _refuse_untrusted_state(database: str) -> None:
     raise typer.Exit(1)
 
 
-def _reloaded(options: GlobalOptions) -> Sequence[JobDefinition] | None:
-    """SIGHUP: the job set to reload, or None to keep the current one (every violation
-    logged)."""
+def _contained(config: Config) -> Config:
+    """``[scheduler] cgroup`` resolved before anything is started: the directory the
+    command attempts get their cgroups in (the scheduler moved out of it when it was in
+    it), or ``"off"`` (:mod:`cronctl.cgroups`). A configured directory that cannot be
+    used refuses the start; ``auto`` falls back on the process group, saying so."""
+    from dataclasses import replace
+
+    from cronctl import cgroups
+
+    found = cgroups.detect(config.cgroup)
+    explicit = config.cgroup not in (cgroups.AUTO, cgroups.OFF)
+    if found.cgroups:
+        assert found.base is not None
+        try:
+            base = cgroups.Base(found.base)
+            base.prepare()
+            for path in base.leftovers():
+                log.warning("cgroup %s of an earlier attempt still has processes (pid %s): "
+                            "its scheduler was killed; 'echo 1 > %s/cgroup.kill' ends them",
+                            path, ", ".join(map(str, cgroups.Attempt(path, None).pids())),
+                            path)
+        except OSError as exc:
+            found = cgroups.Containment("process-group", None,
+                                        f"cannot use cgroup {found.base}: {exc.strerror}")
+    if explicit and not found.cgroups:
+        log.error("not started: [scheduler] cgroup: %s", found.reason)
+        raise typer.Exit(1)
+    log.info("a command's processes end with its attempt: %s", found.describe())
+    return replace(config, cgroup=found.base or cgroups.OFF)
+
+
+def _reloaded(options: GlobalOptions) -> tuple[Sequence[JobDefinition], Config] | None:
+    """SIGHUP: the job set to reload and the configuration read again, or None to keep
+    the current ones (every violation logged)."""
     checked = check_all(options)
     if checked.violations:
         for violation in checked.violations:
@@ -97,7 +129,7 @@ def _reloaded(options: GlobalOptions) -> Sequence[JobDefinition] | None:
         return None
     for warning in checked.warnings:
         log.warning("%s", warning)
-    return checked.result.jobs
+    return checked.result.jobs, checked.config
 
 
 def register(app: typer.Typer) -> None:

@@ -118,6 +118,8 @@ def _footer(status: Status) -> list[str]:
         lines.append(f"paused: {', '.join(status.paused)}")
     if status.disabled:
         lines.append(f"disabled: {', '.join(status.disabled)}")
+    if status.containment is not None:
+        lines.append(f"a command's processes end with it: {status.containment.describe()}")
     return lines + status.attention.lines()
 
 

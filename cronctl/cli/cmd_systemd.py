@@ -57,6 +57,44 @@ TimeoutStopSec={stop_timeout}
 WatchdogSec={watchdog}
 Restart=on-failure
 RestartSec=5
+# Each command attempt runs in a cgroup of its own below this unit's, and ends with it,
+# whatever it started (cronctl.toml(5), cgroup).
+Delegate=yes
+Environment=CRONCTL_CGROUP_DELEGATED=1
+
+# Hardening (systemd-analyze security). The commands of the jobs run inside it too: give
+# a job what it needs beyond it in a drop-in (systemctl edit), e.g. ReadWritePaths=/srv/x.
+ProtectSystem=strict
+{rw_paths}ProtectHome=read-only
+PrivateTmp=yes
+PrivateDevices=yes
+ProtectKernelTunables=yes
+ProtectKernelModules=yes
+ProtectKernelLogs=yes
+ProtectClock=yes
+ProtectHostname=yes
+PrivateMounts=yes
+RestrictNamespaces=yes
+RestrictRealtime=yes
+RestrictSUIDSGID=yes
+LockPersonality=yes
+NoNewPrivileges=yes
+SystemCallArchitectures=native
+SystemCallFilter=@system-service
+SystemCallFilter=~@mount @swap @reboot @raw-io @module @debug @cpu-emulation @obsolete @clock
+SystemCallErrorNumber=EPERM
+RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6
+# Running a job as its `user` needs setuid/setgid/setgroups; ending what a job left
+# behind needs kill (its processes run as other users). Nothing else.
+CapabilityBoundingSet=CAP_SETUID CAP_SETGID CAP_KILL
+# Relaxed: ProtectControlGroups= would make the delegated cgroup read-only.
+ProtectControlGroups=no
+# Relaxed: ProtectProc=invisible and ProcSubset=pid would hide the processes of the jobs'
+# users and /proc/sys/kernel (the boot id that tells a process from a reused pid).
+ProtectProc=default
+# Relaxed: MemoryDenyWriteExecute= would break the JIT of a job's runtime (Java, Node.js).
+MemoryDenyWriteExecute=no
+# Relaxed: PrivateUsers= and PrivateNetwork= would hide the jobs' users and the network.
 
 [Install]
 WantedBy=multi-user.target
@@ -75,18 +113,49 @@ After=network-online.target{after}
 Type=exec
 ExecStart={exec_start}
 {user}WorkingDirectory={workdir}
-StateDirectory=cronctl
-StateDirectoryMode=0700
 UMask=0077
 Environment=PYTHONUNBUFFERED=1
+# Where the scheduler's unit keeps the state (StateDirectory=cronctl): the same default
+# database.
+Environment=STATE_DIRECTORY=/var/lib/cronctl
 KillSignal=SIGTERM
 TimeoutStopSec={stop_timeout}
 Restart=on-failure
 RestartSec=5
-NoNewPrivileges=yes
+
+# Hardening (systemd-analyze security): never root, no capability, the file system
+# read-only (no StateDirectory=: the scheduler's state directory is not its to own).
+{rw_paths}ProtectSystem=strict
+ProtectHome=yes
 PrivateTmp=yes
-ProtectSystem=full
-ProtectHome=read-only
+PrivateDevices=yes
+PrivateUsers=yes
+ProtectKernelTunables=yes
+ProtectKernelModules=yes
+ProtectKernelLogs=yes
+ProtectControlGroups=yes
+ProtectClock=yes
+ProtectHostname=yes
+RestrictNamespaces=yes
+RestrictRealtime=yes
+RestrictSUIDSGID=yes
+LockPersonality=yes
+MemoryDenyWriteExecute=yes
+NoNewPrivileges=yes
+RemoveIPC=yes
+CapabilityBoundingSet=
+AmbientCapabilities=
+SystemCallArchitectures=native
+SystemCallFilter=@system-service
+SystemCallFilter=~@privileged @resources
+SystemCallErrorNumber=EPERM
+# It listens on TCP or on a Unix socket, and reaches PostgreSQL over either.
+RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX
+DevicePolicy=closed
+KeyringMode=private
+# Relaxed: PrivateNetwork= and IPAddressDeny= would cut it off from its clients.
+# Relaxed: ProtectProc=invisible and ProcSubset=pid would hide the scheduler's process and
+# the boot id, which tell the status page how a live node on this host ends commands.
 
 [Install]
 WantedBy=multi-user.target
@@ -167,6 +236,30 @@ def _user_line(user: str | None) -> str:
     return f"User={user}\n"
 
 
+STATE_DIR = "/var/lib/cronctl"  # StateDirectory=cronctl
+
+
+def _serve_user_line(user: str | None) -> str:
+    if user is None:
+        return "DynamicUser=yes\n"
+    if user in ("root", "0"):
+        raise UsageError("--user: the serve unit never runs as root; name the user that "
+                         "owns the state (or leave --user out: DynamicUser=yes)")
+    return _user_line(user)
+
+
+def _rw_lines(sqlite_dir: str | None, serve: bool) -> str:
+    """``ReadWritePaths=`` of a SQLite database's directory (its -wal and -shm files are
+    made beside it) when the unit does not own it already, with the reason."""
+    if sqlite_dir is None or (not serve and (sqlite_dir + "/").startswith(STATE_DIR + "/")):
+        return ""
+    _representable("--database", sqlite_dir)
+    word = exec_word(sqlite_dir).replace("$$", "$")  # (no variables here; % still doubled)
+    why = ("# SQLite: triggers, cancels and the audit trail are written to the state file.\n"
+           if serve else "# The SQLite state file lives outside the state directory.\n")
+    return f"{why}ReadWritePaths={word}\n"
+
+
 def render_unit(
     executable: str | list[str],
     config: Path | None,
@@ -180,6 +273,7 @@ def render_unit(
     docs: tuple[Path, ...] = (),
     serve: bool = False,
     watchdog: int = 10,
+    sqlite_dir: str | None = None,
 ) -> str:
     """The unit file, or :class:`UsageError` for a value it cannot hold (module doc)."""
     argv = [executable] if isinstance(executable, str) else list(executable)
@@ -196,7 +290,8 @@ def render_unit(
         docs="".join(f" {_file_uri(p)}" for p in docs),
         after=f" {after}" if after else "",
         exec_start=exec_start,
-        user=_user_line(user),
+        user=_serve_user_line(user) if serve else _user_line(user),
+        rw_paths=_rw_lines(sqlite_dir, serve),
         workdir=_directory("--config" if config is not None else "WorkingDirectory", workdir),
         stop_timeout=stop_timeout,
         watchdog=watchdog,
@@ -237,6 +332,39 @@ def _database(value: str) -> str:
                          "by every user; put the URL in the config file or in "
                          "CRONCTL_DATABASE_URL through an EnvironmentFile= instead")
     return url
+
+
+def _sqlite_dir(options: GlobalOptions, database: str | None) -> str | None:
+    """The directory of the SQLite state file the service will use: ``--database``, the
+    config file's ``database``, else the state directory's ``cronctl.db``; ``None`` for
+    PostgreSQL (or a configuration that cannot be read)."""
+    from cronctl.config import load_config
+    from cronctl.errors import CronctlError
+    from cronctl.store.urls import kind_of, sqlite_path
+
+    url = database
+    if url is None:
+        try:
+            config = load_config(options)
+        except CronctlError:
+            return None
+        url = config.database if config.path is not None and _sets_database(
+            config.path) else f"sqlite:///{STATE_DIR}/cronctl.db"
+    if kind_of(url) != "sqlite":
+        return None
+    path = sqlite_path(url)
+    return os.path.dirname(os.path.abspath(path)) if path else None
+
+
+def _sets_database(path: Path) -> bool:
+    import tomllib
+
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    table = data.get("scheduler")
+    return isinstance(table, dict) and "database" in table
 
 
 def _watchdog(options: GlobalOptions) -> int:
@@ -318,8 +446,13 @@ def register(app: typer.Typer) -> None:
         workdir = config.parent if config is not None else Path("/var/lib/cronctl")
         jobs_dir = options.jobs_dir.absolute() if options.jobs_dir is not None else None
         database = _database(options.database) if options.database else None
+        sqlite_dir = _sqlite_dir(options, database)
         if serve:  # no executions to let finish: shutdown_timeout is not its concern
             stop_timeout = SERVE_STOP_TIMEOUT if stop_timeout is None else stop_timeout
+            if user is None and sqlite_dir is not None:
+                typer.echo("warning: the serve unit runs as a dynamic user, which cannot read "
+                           "a SQLite state file only its scheduler's user may read: give "
+                           "--user that user (not root), or use PostgreSQL", err=True)
         else:
             stop_timeout = _stop_timeout(options, stop_timeout)
         typer.echo(
@@ -337,6 +470,7 @@ def register(app: typer.Typer) -> None:
                 docs=tuple(p for p in map(man_page, MAN_PAGES) if p is not None),
                 serve=serve,
                 watchdog=_watchdog(options),
+                sqlite_dir=sqlite_dir,
             ),
             nl=False,
         )

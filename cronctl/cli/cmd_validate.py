@@ -25,6 +25,16 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
+def _containment(setting: str) -> str:
+    """Which mechanism ends a command's processes when ``run`` starts here (cgroups.py)."""
+    from cronctl import cgroups
+
+    found = cgroups.detect(setting)
+    if setting not in (cgroups.AUTO, cgroups.OFF) and not found.cgroups:
+        return f"warning: [scheduler] cgroup: {found.reason} (run refuses to start)"
+    return f"a command's processes end with it: {found.describe()}"
+
+
 def validate(
     ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
@@ -62,6 +72,8 @@ def validate(
                 typer.echo(f"{verdict}: {problems} in {jobs}")
             else:
                 typer.echo(f"valid: {jobs}, no problems")
+        if options.verbose:
+            typer.echo(_containment(checked.config.cgroup))
     if failed:
         raise typer.Exit(1)
 

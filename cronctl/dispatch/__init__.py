@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from cronctl import trust
+from cronctl.cgroups import Base
 from cronctl.dispatch.base import (
     Dispatcher,
     DispatchRequest,
@@ -100,15 +101,19 @@ def default_dispatcher(
     service_resolver: ServiceResolver | None = None,
     max_log_lines: int = MAX_LINES_PER_EXECUTION,
     scope: str = "",
+    cgroup: str = "off",
 ) -> RoutingDispatcher:
     """The dispatcher ``cronctl run`` uses. ``interceptors`` defaults to those installed
     under the ``cronctl.interceptors`` entry-point group; ``max_log_lines`` (``[retention]``)
     bounds, with each job's ``output_limit``, the lines an execution keeps; ``scope``
-    prefixes the commands' attempt tags (:func:`cronctl.dispatch.escapees.scope_of`)."""
+    prefixes the commands' attempt tags (:func:`cronctl.dispatch.escapees.scope_of`);
+    ``cgroup``, a directory (``cronctl run`` resolves ``[scheduler] cgroup = "auto"`` and
+    prepares it: :mod:`cronctl.cgroups`), gives each command attempt a cgroup under it."""
     if interceptors is None:
         interceptors = Interceptors.load()
     return RoutingDispatcher(
-        CommandDispatcher(interceptors=interceptors, max_lines=max_log_lines, scope=scope),
+        CommandDispatcher(interceptors=interceptors, max_lines=max_log_lines, scope=scope,
+                          cgroups=Base(cgroup) if cgroup.startswith("/") else None),
         PythonDispatcher(max_workers, interceptors=interceptors,
                          service_resolver=service_resolver, max_lines=max_log_lines),
     )

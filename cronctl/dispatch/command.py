@@ -12,7 +12,9 @@ that is unavailable the reactor polls its children every few milliseconds instea
 When the group leader exits, whatever else is still in its process group is killed
 (``SIGKILL``) before the leader is reaped, while its pid still pins the group id: a
 command never leaves orphans behind, the way systemd's ``KillMode=control-group`` treats
-a service. Output still in the pipes is read before the outcome is reported.
+a service. Where cgroups are delegated, each attempt runs in a cgroup of its own and
+what is in it is killed too, whatever left the group (:mod:`cronctl.cgroups`). Output
+still in the pipes is read before the outcome is reported.
 
 If the scheduler itself dies (SIGKILL, a crash), each leader gets SIGKILL from the kernel
 (Linux ``PR_SET_PDEATHSIG``). Linux sends it when the *thread* that forked the child
@@ -40,12 +42,18 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from cronctl.cgroups import Attempt, Base
 from cronctl.dispatch import escapees
 from cronctl.dispatch.base import DispatchRequest, LogSink, Outcome, TargetUnresolved
 from cronctl.dispatch.children import (
     CommandHandle,
+    _cgroup_usage,
     _Child,
+    _drop_cgroup,
+    _emit,
+    _end_cgroup,
     _exited,
+    _feed,
     _reap,
     _record_spawn,
     _safe_log,
@@ -55,7 +63,7 @@ from cronctl.dispatch.children import (
 from cronctl.dispatch.interceptors import Interceptors
 from cronctl.dispatch.jobcontext import make_context
 from cronctl.dispatch.logbuffer import MAX_LINES_PER_EXECUTION
-from cronctl.dispatch.output import MAX_LINE_BYTES, OutputBudget
+from cronctl.dispatch.output import OutputBudget
 from cronctl.dispatch.procenv import (
     command_env,
     exec_refused,
@@ -90,11 +98,12 @@ class _Reactor:
         self._sel.register(self._wake_r, selectors.EVENT_READ, None)
         self._inbox: deque[tuple[Any, ...]] = deque()
         self._children: set[_Child] = set()
-        self._timers: list[tuple[float, int, _Child | escapees.Escaped]] = []
+        self._timers: list[tuple[float, int, _Child | escapees.Escaped | Attempt]] = []
         self._seq = itertools.count()
         self._closing = False
         self.pidfd_missing = not hasattr(os, "pidfd_open")
         self.supervisor: Supervisor | None = None  # told of every group (see supervise)
+        self.cgroups: Base | None = None  # where each attempt gets a cgroup (cgroups.py)
         self._preexec = parent_death_signal()
         self._thread = threading.Thread(target=self._run, name="cronctl-commands", daemon=True)
         self._thread.start()
@@ -142,6 +151,8 @@ class _Reactor:
                     for _, _, item in self._timers:  # nobody will fire these any more
                         if isinstance(item, escapees.Escaped):
                             escapees.signal_marked(item.pids, item.mark, signal.SIGKILL)
+                        elif isinstance(item, Attempt):
+                            item.end()
                     return
         except Exception:  # pragma: no cover - a bug; keep the process informative
             log.exception("command reactor crashed")
@@ -159,11 +170,9 @@ class _Reactor:
         return timeout
 
     def _drain_wake(self) -> None:
-        try:
+        with contextlib.suppress(BlockingIOError):
             while os.read(self._wake_r, 4096):
                 pass
-        except BlockingIOError:
-            pass
 
     def _process_inbox(self) -> None:
         while self._inbox:
@@ -201,6 +210,12 @@ class _Reactor:
                            "extra_groups": list(switch.groups)}
         env = command_env(child.request, target, None if switch is None else switch.env)
         env[escapees.TAG_ENV] = child.tag  # (after the job's env: it cannot override it)
+        try:  # (made before the fork: the child joins it before exec)
+            cgroup = child.cgroup = self.cgroups.attempt(child.tag) if self.cgroups else None
+        except OSError as exc:
+            self._complete(child, Outcome(ExecutionStatus.FAILED, retryable=True,
+                                          error=f"cannot make the attempt's cgroup: {exc}"))
+            return
         try:
             proc = subprocess.Popen(
                 argv,
@@ -211,10 +226,12 @@ class _Reactor:
                 cwd=target.cwd or None,
                 start_new_session=True,
                 close_fds=True,
-                preexec_fn=child_setup(self._preexec, target.limits),
+                preexec_fn=child_setup(self._preexec, target.limits,
+                                       None if cgroup is None else cgroup.join),
                 **credentials,
             )
         except OSError as exc:
+            _drop_cgroup(child)
             # Not found, not executable: a retry would find the same; a full process table
             # or too many open files (EAGAIN, EMFILE) may well pass next time.
             self._complete(child, Outcome(ExecutionStatus.FAILED,
@@ -222,9 +239,12 @@ class _Reactor:
                                           retryable=not exec_refused(exc, target)))
             return
         except Exception as exc:  # e.g. ValueError for an embedded NUL byte
+            _drop_cgroup(child)
             self._complete(child, Outcome(ExecutionStatus.FAILED,
                                           error=f"cannot start command: {exc}"))
             return
+        if cgroup is not None:
+            cgroup.opened()
         child.proc = proc
         child.started_at = time.monotonic()
         self._children.add(child)
@@ -274,6 +294,8 @@ class _Reactor:
         except PermissionError:  # the group leader changed its group; signal it alone
             with contextlib.suppress(ProcessLookupError):
                 os.kill(child.proc.pid, sig)
+        if child.cgroup is not None:  # and whatever left the group (setsid)
+            child.cgroup.send(sig)
 
     def _fire_timers(self) -> None:
         now = time.monotonic()
@@ -281,6 +303,8 @@ class _Reactor:
             _, _, child = heapq.heappop(self._timers)
             if isinstance(child, escapees.Escaped):
                 escapees.signal_marked(child.pids, child.mark, signal.SIGKILL)
+            elif isinstance(child, Attempt):
+                self._remove_later(child)
             elif not child.finished:
                 self._kill(child, signal.SIGKILL)
 
@@ -298,49 +322,16 @@ class _Reactor:
         except OSError:
             data = b""
         if data:
-            self._feed(child, stream, data)
+            _feed(child, stream, data)
         else:
             self._close_stream(child, stream)
-
-    def _feed(self, child: _Child, stream: _Stream, data: bytes) -> None:
-        """Whole lines of ``data`` (after what was left of the stream's last line) go to
-        the sink while the head of the budget lasts, then in blocks to its tail."""
-        buf = stream.partial
-        buf += data
-        budget, level = child.budget, stream.level
-        start = 0
-        while not budget.full:
-            nl = buf.find(b"\n", start)
-            if nl < 0 or not self._emit(child, level, bytes(buf[start:nl])):
-                break  # (a line the head refused goes to the tail with the rest)
-            start = nl + 1
-        if budget.full:
-            end = buf.rfind(b"\n", start) + 1
-            if end > start:
-                budget.hold_block(level, bytes(memoryview(buf)[start:end]))
-                start = end
-        del buf[:start]
-        while len(buf) >= MAX_LINE_BYTES:  # a longer line is cut into pieces
-            piece = bytes(buf[:MAX_LINE_BYTES])
-            del buf[:MAX_LINE_BYTES]
-            if not self._emit(child, level, piece):
-                budget.hold_block(level, piece + b"\n")
-
-    def _emit(self, child: _Child, level: int, raw: bytes) -> bool:
-        """Pass one line on if the head of the budget has room for it."""
-        if not child.budget.head(len(raw) + 1):
-            return False
-        if raw.endswith(b"\r"):
-            raw = raw[:-1]
-        _safe_log(child.sink, level, raw.decode("utf-8", "replace"))
-        return True
 
     def _close_stream(self, child: _Child, stream: _Stream) -> None:
         with contextlib.suppress(KeyError, ValueError):
             self._sel.unregister(stream.fd)
         if stream.partial:  # the last line, without its newline
             raw = bytes(stream.partial)
-            if not self._emit(child, stream.level, raw):
+            if not _emit(child, stream.level, raw):
                 child.budget.hold_block(stream.level, raw + b"\n")
         stream.partial.clear()
         if stream in child.streams:
@@ -365,7 +356,7 @@ class _Reactor:
                     break
                 if not data:
                     break
-                self._feed(child, stream, data)
+                _feed(child, stream, data)
             self._close_stream(child, stream)
         if child.pidfd is not None:
             self._sel.unregister(child.pidfd)
@@ -377,6 +368,9 @@ class _Reactor:
         if self.supervisor is not None:  # (before the reap: the zombie pins the group id)
             self.supervisor.ending(proc.pid)
         returncode, usage = _reap(proc)
+        usage = _cgroup_usage(child, usage)
+        if child.cgroup is not None:  # a process in it has not died yet
+            self._remove_later(child.cgroup)
         self._children.discard(child)
         if child.stop_reason is not None:
             outcome = replace(_stop_outcome(child, returncode), usage=usage)
@@ -397,12 +391,24 @@ class _Reactor:
         """What the attempt started outside its process group (``setsid``) ends with it
         (:func:`cronctl.dispatch.escapees.end_escaped`); SIGKILL on the timer heap."""
         assert child.proc is not None
+        if _end_cgroup(child):
+            return
         pending = escapees.end_escaped(
             child.tag, child.proc.pid, child.started_at, shutdown=child.stop_reason == "shutdown",
             warn=lambda text: _safe_log(child.sink, logging.WARNING, text))
         if pending is not None:
             deadline = time.monotonic() + child.request.job.kill_timeout.total_seconds()
             heapq.heappush(self._timers, (deadline, next(self._seq), pending))
+
+    def _remove_later(self, cgroup: Attempt) -> None:
+        """Remove an attempt's cgroup once the last process in it died (SIGKILLed: one in
+        an uninterruptible sleep dies when it wakes); retried for up to a minute."""
+        if cgroup.end(wait=0.0):
+            return
+        if cgroup.tries <= 600:
+            heapq.heappush(self._timers, (time.monotonic() + 0.1, next(self._seq), cgroup))
+        else:
+            log.warning("cgroup %s: still has processes after a minute; left", cgroup.path)
 
     def _complete(self, child: _Child, outcome: Outcome) -> None:
         if child.finished:
@@ -420,7 +426,9 @@ class CommandDispatcher:
     spawns the process."""
 
     def __init__(self, *, interceptors: Interceptors | None = None,
-                 max_lines: int = MAX_LINES_PER_EXECUTION, scope: str = "") -> None:
+                 max_lines: int = MAX_LINES_PER_EXECUTION, scope: str = "",
+                 cgroups: Base | None = None) -> None:
+        self._cgroups = cgroups  # each attempt gets a cgroup under it (cronctl/cgroups.py)
         self._interceptors = interceptors or Interceptors(())
         self._scope = scope  # of the attempts' tags (escapees.scope_of)
         self._max_lines = max_lines  # [retention] max_log_lines
@@ -454,6 +462,7 @@ class CommandDispatcher:
             if self._reactor is None:
                 self._reactor = _Reactor()
                 self._reactor.supervisor = self._supervisor
+                self._reactor.cgroups = self._cgroups
             return self._reactor
 
     def supervise(self, limit: float) -> None:

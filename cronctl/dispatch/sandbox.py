@@ -96,17 +96,20 @@ def rlimits(limits: Limits) -> list[tuple[int, int, int]]:
     return out
 
 
-def child_setup(arm: Callable[[], None] | None, limits: Limits
-                ) -> Callable[[], None] | None:
-    """The ``preexec_fn`` of a child: the parent-death signal (``arm``), then the
-    limits. Everything is resolved here, in the parent."""
+def child_setup(arm: Callable[[], None] | None, limits: Limits,
+                join: Callable[[], None] | None = None) -> Callable[[], None] | None:
+    """The ``preexec_fn`` of a child: into the attempt's cgroup (``join``, see
+    :mod:`cronctl.cgroups`), the parent-death signal (``arm``), then the limits.
+    Everything is resolved here, in the parent."""
     wanted = rlimits(limits)
-    if not wanted:
+    if not wanted and join is None:
         return arm
     infinity = resource.RLIM_INFINITY
     getrlimit, setrlimit = resource.getrlimit, resource.setrlimit
 
     def setup() -> None:
+        if join is not None:  # (first: nothing it starts can be outside)
+            join()
         if arm is not None:
             arm()
         for res, soft, hard in wanted:

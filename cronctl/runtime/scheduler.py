@@ -20,8 +20,7 @@ from functools import partial
 
 from cronctl.config import Config
 from cronctl.core import ClockAheadError, ClockSkewError, SchedulerCore, refuse_on_skew
-from cronctl.dispatch import default_dispatcher
-from cronctl.dispatch.base import Dispatcher
+from cronctl.dispatch import Dispatcher, default_dispatcher
 from cronctl.dispatch.logbuffer import LogFlusher
 from cronctl.errors import first_line
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Origin
@@ -92,7 +91,8 @@ class Scheduler:
         self.scope = attempt_scope(config.database) if dispatcher is None else ""  # (tags)
         if dispatcher is None:
             dispatcher = default_dispatcher(config.max_concurrent_jobs, scope=self.scope,
-                                            max_log_lines=config.retention.max_log_lines)
+                                            max_log_lines=config.retention.max_log_lines,
+                                            cgroup=config.cgroup)  # (resolved by run)
         self.dispatcher: Dispatcher = dispatcher
         self._jobs = tuple(jobs)
         self._ttl = config.heartbeat_interval * 3

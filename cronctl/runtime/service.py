@@ -1,9 +1,11 @@
 """The composition root of ``cronctl run``: builds the scheduler over an open store, serves
 its metrics, and runs it until a signal says stop.
 
-SIGTERM/SIGINT stop gracefully; SIGHUP asks ``reload`` for a new job set (None: keep the
-current one; the caller has logged why). An application embedding cronctl can use
-:func:`serve` as it is, or build a :class:`~cronctl.runtime.Scheduler` itself.
+SIGTERM/SIGINT stop gracefully; SIGHUP asks ``reload`` for a new job set and the
+configuration read again (None: keep the current ones; the caller has logged why): the
+jobs and ``[notify]`` apply at once, a change that needs a restart is logged as such. An
+application embedding cronctl can use :func:`serve` as it is, or build a
+:class:`~cronctl.runtime.Scheduler` itself.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import logging
 import signal
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from types import FrameType
 
 from cronctl.config import Config
@@ -25,7 +28,15 @@ from cronctl.runtime.scheduler import Scheduler
 from cronctl.store.base import Store, StoreUnavailable
 
 log = logging.getLogger("cronctl.runtime")
-Reloader = Callable[[], Sequence[JobDefinition] | None]
+Reloader = Callable[[], tuple[Sequence[JobDefinition], Config] | None]
+# What SIGHUP cannot change in a running scheduler: (Config field, the key as written).
+RESTART_KEYS = (("database", "database"), ("node_id", "node_id"),
+                ("max_concurrent_jobs", "max_concurrent_jobs"),
+                ("heartbeat_interval", "heartbeat_interval"),
+                ("shutdown_timeout", "shutdown_timeout"),
+                ("progress_flush_interval", "progress_flush_interval"),
+                ("clock_skew_limit", "clock_skew_limit"), ("retention", "[retention]"),
+                ("metrics_listen", "[metrics] listen"))
 
 
 def serve(config: Config, jobs: Sequence[JobDefinition], store: Store, *,
@@ -70,12 +81,13 @@ def run_until_signalled(scheduler: Scheduler, reload: Reloader) -> None:
                     if not scheduler.polls.check_schema():
                         break
                 try:
-                    jobs = reload()
+                    got = reload()
                 except Exception as exc:  # (a bug in loading must not stop the service)
                     log.error("reload failed, keeping the current jobs: %s", exc)
                     continue
-                if jobs is not None:
-                    scheduler.reload(jobs)
+                if got is not None:
+                    scheduler.reload(got[0])
+                    apply_settings(scheduler, got[1])
                     settle_heap(again=True)
         if scheduler.halted is None:
             log.info("received %s; stopping", signal.Signals(stop_requested[0]).name)
@@ -83,6 +95,25 @@ def run_until_signalled(scheduler: Scheduler, reload: Reloader) -> None:
         scheduler.stop()
     if scheduler.halted is not None:
         raise StoreError(f"stopped: {scheduler.halted}")
+
+
+def apply_settings(scheduler: Scheduler, config: Config) -> None:
+    """SIGHUP: a changed ``[notify]`` (webhook, command, mail, on, headers...) applies to
+    every event from now on; what only a restart can apply is said, once per reload."""
+    from cronctl.runtime.fire.watch import find_watch
+    from cronctl.runtime.notify.events import Notifications
+
+    running = scheduler.config
+    notes = find_watch(scheduler.watch, Notifications)
+    if config.notify != running.notify and notes is not None:
+        notes.rebase(config.notify)
+        scheduler.config = replace(running, notify=config.notify)
+        log.info("SIGHUP: [notify] reloaded")
+    stale = [key for name, key in RESTART_KEYS
+             if getattr(config, name) != getattr(running, name)]
+    if stale:
+        log.warning("SIGHUP: %s changed; a restart applies %s (the running scheduler keeps "
+                    "the old value)", ", ".join(stale), "it" if len(stale) == 1 else "them")
 
 
 def settle_heap(*, again: bool = False) -> None:

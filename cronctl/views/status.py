@@ -18,6 +18,7 @@ from cronctl.views.attention import Attention, attention
 from cronctl.views.common import iso_z
 
 if TYPE_CHECKING:
+    from cronctl.cgroups import Containment
     from cronctl.config import Config
     from cronctl.jobs.model import JobDefinition
     from cronctl.store.base import ExecutionRecord, NodeRecord, Reads
@@ -47,6 +48,9 @@ class Status:
     attention: Attention = field(default=Attention())  # failing, late, notifications
     # trigger/replay requests no scheduler has acted on yet (they wait for one)
     queued: Sequence[TriggerRequest] = field(default=())
+    # What ends a command's processes on this host (a cgroup per attempt, or the process
+    # group): cronctl/cgroups.py. None for a Status built without it.
+    containment: Containment | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -60,6 +64,7 @@ class Status:
             "next": [{"job": f.job, "next_fire": iso_z(f.at)} for f in self.next],
             "paused": list(self.paused),
             "disabled": list(self.disabled),
+            "containment": None if self.containment is None else self.containment.to_json(),
             **self.attention.to_json(),
         }
 
@@ -122,4 +127,19 @@ def collect(config: Config, store: Reads | None, jobs: Sequence[JobDefinition],
         warnings=warnings,
         attention=seen,
         queued=queued,
+        containment=containment(config.cgroup, nodes),
     )
+
+
+def containment(setting: str, nodes: Sequence[NodeRecord]) -> Containment:
+    """What ``[scheduler] cgroup = setting`` gives a scheduler on this host: the first live
+    node on this host is looked at (its cgroup), else a scheduler started from here."""
+    import socket
+
+    from cronctl import cgroups, processes
+
+    host = socket.gethostname()
+    for node in nodes:
+        if node.host == host and processes.alive(node.pid, node.process_start):
+            return cgroups.detect(setting, node.pid)
+    return cgroups.detect(setting, writer=False)  # (status may run as another user)

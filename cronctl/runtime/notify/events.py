@@ -83,7 +83,8 @@ class Notifications:
         self._failed = failed
         self._inbox: queue.Queue[tuple[Any, ...]] = queue.Queue(INBOX_SIZE)
         self._full = False
-        self._specs: dict[str, tuple[JobDefinition, NotifySpec | None]] = {}
+        # job -> (its definition, the base it was resolved over, its resolved spec)
+        self._specs: dict[str, tuple[JobDefinition, NotifySpec, NotifySpec | None]] = {}
         self._handled: dict[str, datetime] = {}  # job -> newest planned instant dealt with
         self._abandoned: set[int] = set()  # keys of attempts abandoned at their timeout
         self._outcomes: dict[str, tuple[datetime, ExecutionStatus]] = {}  # notify thread
@@ -93,7 +94,7 @@ class Notifications:
         self._long = LongRunning(store=store)  # notify thread
         # The jobs the late check watches, worked out once per job set (a walk of 10,000
         # jobs each second was most of an idle scheduler's notification thread).
-        self._watched: tuple[object, list[JobDefinition]] = (None, [])
+        self._watched: tuple[object, object, list[JobDefinition]] = (None, None, [])
         self.delivery = delivery or Delivery(self._delivered, user_agent=f"cronctl/{__version__}")
         self._thread = threading.Thread(target=self._run, name="cronctl-notify", daemon=True)
         self._threaded = threaded  # False: the caller pumps (tests)
@@ -117,6 +118,12 @@ class Notifications:
         self._thread.join(SHUTDOWN_DRAIN)
         if not self.delivery.close(max(0.5, deadline - time.monotonic())):
             log.warning("shutdown: some notifications were still being delivered")
+
+    def rebase(self, base: NotifySpec) -> None:
+        """SIGHUP read ``[notify]`` again: every event from now on is resolved over
+        ``base`` (one assignment, safe from any thread; each job's spec is worked out
+        again when next needed)."""
+        self._base = base
 
     # --- the Watch hooks (scheduler thread) --------------------------------------------
 
@@ -184,11 +191,12 @@ class Notifications:
 
     def _spec(self, job: JobDefinition) -> NotifySpec | None:
         """The job's resolved notify, or None when it has nowhere to send to."""
+        base = self._base  # (read once: rebase may replace it from another thread)
         got = self._specs.get(job.id)
-        if got is None or got[0] is not job:
-            spec = job.notify.over(self._base) if job.notify is not None else self._base
-            got = self._specs[job.id] = (job, spec if spec.active else None)
-        return got[1]
+        if got is None or got[0] is not job or got[1] is not base:
+            spec = job.notify.over(base) if job.notify is not None else base
+            got = self._specs[job.id] = (job, base, spec if spec.active else None)
+        return got[2]
 
     def _wants(self, job: JobDefinition, kind: str) -> bool:
         spec = self._spec(job)
@@ -356,10 +364,11 @@ class Notifications:
 
     def _check_late(self) -> None:
         jobs = self._jobs()
-        if self._watched[0] is not jobs:  # (a reload replaces the sequence)
-            self._watched = (jobs, [j for j in jobs if j.enabled and j.late_after is not None
-                                    and self._wants(j, "late")])
-        watched = self._watched[1]
+        base = self._base
+        if self._watched[0] is not jobs or self._watched[1] is not base:  # (reloads)
+            self._watched = (jobs, base, [j for j in jobs if j.enabled and
+                                          j.late_after is not None and self._wants(j, "late")])
+        watched = self._watched[2]
         now = self._clock()
         for job, planned in self._late.due(watched, now):
             self._late_one(job, planned, now)

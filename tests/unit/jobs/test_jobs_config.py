@@ -260,3 +260,17 @@ def test_output_limit_in_the_scheduler_table() -> None:
     (violation,) = read_config(GlobalOptions()).violations
     assert (violation.key, violation.source.rsplit(":", 1)[-1]) == ("scheduler.output_limit", "2")
     assert "not a size" in violation.message
+
+
+def test_cgroup_in_the_scheduler_table() -> None:
+    """Issue 38: where each command attempt's cgroup is made (cronctl/cgroups.py)."""
+    assert load_config(GlobalOptions()).cgroup == "auto"
+    for value, expected in (("off", "off"), ("auto", "auto"),
+                            ("/sys/fs/cgroup/cronctl/", "/sys/fs/cgroup/cronctl")):
+        Path("cronctl.toml").write_text(f'[scheduler]\ncgroup = "{value}"\n')
+        assert load_config(GlobalOptions()).cgroup == expected
+    Path("cronctl.toml").write_text('[scheduler]\ncgroup = "cgroups/mine"\n')
+    (violation,) = read_config(GlobalOptions()).violations
+    assert violation.key == "scheduler.cgroup"
+    assert violation.message == ('must be "auto", "off" or the absolute path of a cgroup v2 '
+                                 "directory, not 'cgroups/mine'")
