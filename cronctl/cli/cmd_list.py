@@ -129,10 +129,12 @@ def list_jobs(
     # 100,000 rows, all alive until printed: no collection walks them meanwhile
     with collector_paused():
         rows = list_rows(checked.config, checked.result.shown, now, _statuses(checked))
-        if as_json:
+        if not rows and checked.violations:
+            pass  # nothing valid to list: the violations and the error line say it all
+        elif as_json:
             typer.echo(list_document_text(rows))
         elif not rows:
-            typer.echo("no valid jobs" if checked.violations else _no_jobs(checked.config))
+            typer.echo(_no_jobs(checked.config))
         else:
             Output(color=options.color, wide=wide).table(table(rows, now))
     if checked.violations:

@@ -164,6 +164,8 @@ def test_validate_verbose_and_status_say_which_mechanism_is_in_force(
     checked = project.cli("-v", "validate")
     assert checked.returncode == 0, checked.stderr
     assert f"a cgroup per attempt under {cgroup_base}" in checked.stdout
+    # status reads an existing database only (a missing one is an error, not "empty")
+    assert project.cli("db", "upgrade").returncode == 0
     shown = project.cli("status", "--json")
     assert shown.returncode == 0, shown.stderr
     assert json.loads(shown.stdout)["containment"] == {
