@@ -27,7 +27,7 @@ import typer
 
 from cronctl import argtypes
 from cronctl.cli.options import global_options
-from cronctl.cli.shared import MAN_PAGES, man_page
+from cronctl.cli.shared import MAN_LINKS, MAN_PAGES, man_finds_pages, man_page
 from cronctl.errors import UsageError
 from cronctl.escaping import printable
 from cronctl.options import GlobalOptions
@@ -35,7 +35,7 @@ from cronctl.options import GlobalOptions
 UNIT_TEMPLATE = """\
 [Unit]
 Description=cronctl scheduler
-Documentation=man:cronctl(1) man:cronctl.toml(5){docs}
+Documentation={docs}
 Wants=network-online.target
 After=network-online.target{after}
 
@@ -105,7 +105,7 @@ WantedBy=multi-user.target
 SERVE_TEMPLATE = """\
 [Unit]
 Description=cronctl HTTP API and dashboard
-Documentation=man:cronctl(1) man:cronctl.toml(5){docs}
+Documentation={docs}
 Wants=network-online.target
 After=network-online.target{after}
 
@@ -274,8 +274,11 @@ def render_unit(
     serve: bool = False,
     watchdog: int = 10,
     sqlite_dir: str | None = None,
+    man_links: bool = True,
 ) -> str:
-    """The unit file, or :class:`UsageError` for a value it cannot hold (module doc)."""
+    """The unit file, or :class:`UsageError` for a value it cannot hold (module doc).
+    ``man_links``: name the pages as ``man:`` too (only where ``man`` finds them, or
+    ``systemd-analyze verify`` fails the unit); the ``docs`` files are named either way."""
     argv = [executable] if isinstance(executable, str) else list(executable)
     names = ["the cronctl executable"] * len(argv)
     for option, value in (("--config", config), ("--jobs-dir", jobs_dir),
@@ -287,7 +290,8 @@ def render_unit(
     names.append(argv[-1])
     exec_start = _exec_start(argv, names)
     return (SERVE_TEMPLATE if serve else UNIT_TEMPLATE).format(
-        docs="".join(f" {_file_uri(p)}" for p in docs),
+        docs=" ".join([*(MAN_LINKS if man_links or not docs else ()),
+                       *(_file_uri(p) for p in docs)]),
         after=f" {after}" if after else "",
         exec_start=exec_start,
         user=_serve_user_line(user) if serve else _user_line(user),
@@ -466,8 +470,10 @@ def register(app: typer.Typer) -> None:
                 jobs_dir=jobs_dir,
                 database=database,
                 # `man:` finds nothing a venv installed (its share/man is not on systemd's
-                # MANPATH): the installed pages themselves, by file name
+                # MANPATH): the installed pages themselves, by file name, and `man:` links
+                # only where man finds them
                 docs=tuple(p for p in map(man_page, MAN_PAGES) if p is not None),
+                man_links=man_finds_pages(),
                 serve=serve,
                 watchdog=_watchdog(options),
                 sqlite_dir=sqlite_dir,

@@ -294,6 +294,36 @@ def complete_job_ids(ctx: Any, incomplete: str) -> list[str]:
 MAN_PAGES = {"cronctl": ("man1", "cronctl.1"), "cronctl.toml": ("man5", "cronctl.toml.5")}
 
 
+MAN_LINKS = ("man:cronctl(1)", "man:cronctl.toml(5)")
+# Where `man` looks when nobody set it up: systemd's own PATH for services (man derives
+# its search path from PATH), no MANPATH. `systemd-analyze verify` runs `man` for each
+# `man:` link, so a link that only a venv's PATH makes resolvable fails the unit elsewhere.
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def man_finds_pages() -> bool:
+    """True when ``man``, with the system's default search path, finds both pages (an
+    install into /usr or /usr/local); False for a venv under /opt or a checkout, and
+    where there is no ``man`` at all."""
+    import shutil
+    import subprocess
+
+    man = shutil.which("man", path=SYSTEM_PATH)
+    if man is None:
+        return False
+    env = {"PATH": SYSTEM_PATH, "LANG": "C"}
+    for link in MAN_LINKS:
+        page, _, section = link.removeprefix("man:").rstrip(")").partition("(")
+        try:
+            found = subprocess.run([man, "-w", section, page], env=env, timeout=10,
+                                   capture_output=True, check=False)
+        except (OSError, subprocess.SubprocessError):
+            return False
+        if found.returncode != 0:
+            return False
+    return True
+
+
 def man_page(name: str) -> Path | None:
     """The file of man page ``name`` (``cronctl`` or ``cronctl.toml``): as installed with
     the wheel under this Python's prefix (a venv's ``share/man``, which ``man`` finds only
