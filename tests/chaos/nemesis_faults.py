@@ -125,8 +125,9 @@ class SmallDisk:
     def __init__(self, path: Path, size: str = "8m") -> None:
         self.path = path
         path.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
-                       check=True, capture_output=True, timeout=10)
+        # mode 0755: tmpfs's default 1777 is a state directory run refuses (docs/trust.md)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs",
+                        str(path)], check=True, capture_output=True, timeout=10)
         self.filler = path / "filler"
 
     def fill(self) -> int:
