@@ -388,7 +388,7 @@ class _Reactor:
             if (returncode == -signal.SIGKILL and supervisor is not None
                     and supervisor.silent_since(child.started_at)):
                 error = (f"killed by SIGKILL from the supervisor: this scheduler had no "
-                         f"heartbeat accepted for more than {supervisor.limit:g}s")
+                         f"heartbeat accepted for more than {supervisor.doubt:g}s")
             outcome = Outcome(ExecutionStatus.FAILED, error=error, exit_code=returncode,
                               usage=usage)
         self._complete(child, outcome)
@@ -456,20 +456,34 @@ class CommandDispatcher:
                 self._reactor.supervisor = self._supervisor
             return self._reactor
 
-    def supervise(self, limit: float) -> None:
-        """From now on, a :class:`Supervisor` ends every command's process group when
-        :meth:`beat` was not called for ``limit`` seconds (or this process is gone)."""
+    def supervise(self, limit: float, doubt: float | None = None,
+                  restart: float | None = None) -> None:
+        """From now on, a :class:`Supervisor` ends every command's process group when this
+        node's liveness went unconfirmed for its limits (see :class:`Supervisor`), or this
+        process is gone."""
         with self._lock:
             if self._supervisor is None and not self._closed:
-                self._supervisor = Supervisor(limit)
+                self._supervisor = Supervisor(limit, doubt, restart)
             if self._reactor is not None:
                 self._reactor.supervisor = self._supervisor
 
-    def beat(self) -> None:
-        """The scheduler's heartbeat was accepted: the supervisor waits ``limit`` again."""
+    def beat(self, sent: float | None = None, *, locked: bool = True) -> None:
+        """The scheduler's heartbeat (sent at ``sent``) was accepted: the supervisor counts
+        its limit from then again."""
         supervisor = self._supervisor
         if supervisor is not None:
-            supervisor.beat()
+            supervisor.beat(sent, locked=locked)
+
+    def beating(self) -> None:
+        """A heartbeat is on its way: the supervisor's short limit holds until it lands."""
+        supervisor = self._supervisor
+        if supervisor is not None:
+            supervisor.beating()
+
+    def beat_failed(self, *, restart: bool = False) -> None:
+        supervisor = self._supervisor
+        if supervisor is not None:
+            supervisor.failed(restart=restart)
 
     @property
     def running(self) -> int:

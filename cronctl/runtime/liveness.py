@@ -127,6 +127,10 @@ class Liveness:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="cronctl-liveness",
                                         daemon=True)
+        # The heartbeat on a thread of its own: a node check stuck on a frozen path never
+        # holds back the beat that tells the supervisor so (docs/liveness.md).
+        self._beater = threading.Thread(target=self._beat, name="cronctl-heartbeat",
+                                        daemon=True)
         self._handed: dict[int, float] = {}  # execution id -> monotonic time handed over
         self._ending: set[int] = set()  # rows whose process group is being ended
         self._guard = threading.Lock()
@@ -142,12 +146,14 @@ class Liveness:
     # --- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> None:
+        self._beater.start()
         self._thread.start()
 
     def stop(self) -> None:
         self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(10.0)
+        for thread in (self._beater, self._thread):
+            if thread.is_alive():
+                thread.join(10.0)
 
     def handed(self, rows: Iterable[ExecutionRecord]) -> None:
         """Rows recovery has already been given (at start-up)."""
@@ -157,18 +163,19 @@ class Liveness:
 
     # --- the thread ------------------------------------------------------------------------
 
-    def _run(self) -> None:
-        next_beat = next_check = time.monotonic()
+    def _beat(self) -> None:
+        next_beat = time.monotonic()
         while not self._stop.is_set():
-            mono = time.monotonic()
-            if mono >= next_beat:
-                next_beat = mono + self.beat_every
-                self._guarded("heartbeat", self._heartbeat)
-            if mono >= next_check:
-                next_check = mono + CHECK_INTERVAL
-                if not self._down():
-                    self._guarded("node check", self.check)
-            self._stop.wait(max(min(next_beat, next_check) - time.monotonic(), 0.0))
+            next_beat = max(next_beat + self.beat_every, time.monotonic())
+            self._guarded("heartbeat", self._heartbeat)
+            self._stop.wait(max(next_beat - time.monotonic(), 0.0))
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            next_check = time.monotonic() + CHECK_INTERVAL
+            if not self._down():
+                self._guarded("node check", self.check)
+            self._stop.wait(max(next_check - time.monotonic(), 0.0))
 
     def _guarded(self, what: str, fn: Callable[[], object]) -> None:
         try:

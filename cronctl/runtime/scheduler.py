@@ -121,8 +121,8 @@ class Scheduler:
         self.liveness = Liveness(
             store, node_id=config.node_id, ttl=self._ttl, beat_every=beat, clock=self.clock,
             jobs=lambda: {j.id: j for j in self._jobs},
-            heartbeat=supervised(self.dispatcher, store, self._ttl, beat,
-                                 self.clocks.beating(self.polls.heartbeat)),
+            heartbeat=self.clocks.beating(supervised(self.dispatcher, store, config.node_id,
+                                                     self._ttl, beat, self.polls.heartbeat)),
             recover=lambda rows, ends: self._inbox.put(Recover(rows, ends)),
             unavailable=self.health.failed, down=lambda: self.health.down, scope=self.scope)
         f = self.firing
