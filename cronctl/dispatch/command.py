@@ -467,23 +467,10 @@ class CommandDispatcher:
             if self._reactor is not None:
                 self._reactor.supervisor = self._supervisor
 
-    def beat(self, sent: float | None = None, *, locked: bool = True) -> None:
-        """The scheduler's heartbeat (sent at ``sent``) was accepted: the supervisor counts
-        its limit from then again."""
-        supervisor = self._supervisor
-        if supervisor is not None:
-            supervisor.beat(sent, locked=locked)
-
-    def beating(self) -> None:
-        """A heartbeat is on its way: the supervisor's short limit holds until it lands."""
-        supervisor = self._supervisor
-        if supervisor is not None:
-            supervisor.beating()
-
-    def beat_failed(self, *, restart: bool = False) -> None:
-        supervisor = self._supervisor
-        if supervisor is not None:
-            supervisor.failed(restart=restart)
+    @property
+    def supervisor(self) -> Supervisor | None:
+        """The supervisor once :meth:`supervise` started it: the heartbeat tells it."""
+        return self._supervisor
 
     @property
     def running(self) -> int:

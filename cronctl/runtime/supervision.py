@@ -71,14 +71,18 @@ def supervised(dispatcher: object, store: Store, node_id: str, ttl: timedelta,
 
     def beat() -> None:
         commands.supervise(lim.ok, lim.doubt, lim.restart)  # (once; later calls find it)
+        supervisor = commands.supervisor
+        if supervisor is None:  # (shut down)
+            heartbeat()
+            return
         sent = time.monotonic()
-        commands.beating()
+        supervisor.beating()
         try:
             heartbeat()
         except BaseException:
-            commands.beat_failed(restart=store.lock_evidence(node_id)[1])
+            supervisor.failed(restart=store.lock_evidence(node_id)[1])
             raise
-        commands.beat(sent, locked=store.lock_evidence(node_id)[0])
+        supervisor.beat(sent, locked=store.lock_evidence(node_id)[0])
 
     return beat
 
