@@ -22,6 +22,7 @@ Exit 0: succeeded. An exception: its traceback in the job log, exit 1.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -60,12 +61,13 @@ def _progress(done: float, total: float | None, message: str | None) -> None:
     print(f"progress {shown}{' ' + message if message else ''}", file=sys.stderr, flush=True)
 
 
-def _context(cancelled: threading.Event) -> Any:
+def _context(cancelled: threading.Event, handler: logging.Handler | None = None,
+             progress: Any = None, payload: Any = None) -> Any:
     from cronctl.context import JobContext
 
     env = os.environ
     log = logging.Logger(f"cronctl.job.{env.get('CRONCTL_JOB_ID', '')}")
-    log.addHandler(_LineHandler())
+    log.addHandler(handler or _LineHandler())
     execution = env.get("CRONCTL_EXECUTION_ID") or ""
     token = env.get("CRONCTL_FENCING_TOKEN") or ""
     return JobContext(
@@ -77,24 +79,27 @@ def _context(cancelled: threading.Event) -> Any:
         attempt=int(env.get("CRONCTL_ATTEMPT", "1")),
         origin=env.get("CRONCTL_ORIGIN", "cron"),
         parameters=json.loads(env.get("CRONCTL_PARAMETERS") or "{}"),
-        payload=json.loads(env.get(WORKER_PAYLOAD) or "null"),
+        payload=payload if payload is not None else json.loads(env.get(WORKER_PAYLOAD) or "null"),
         fencing_token=int(token) if token.isdigit() else None,
         log=log,
         _cancel_event=cancelled,
-        _progress=_progress,
+        _progress=progress or _progress,
         _owner=_not_owner,
     )
 
 
-def main(argv: list[str]) -> int:
+def _path() -> None:
     for entry in json.loads(os.environ.get(WORKER_PATH) or "[]"):
         if entry not in sys.path:
             sys.path.append(entry)
+
+
+def _resolve(text: str) -> tuple[Any, Any] | None:
+    """The handler of target ``text`` and its shape, or None (said on standard error)."""
     from cronctl.dispatch.base import TargetUnresolved
     from cronctl.dispatch.python import default_service_resolver, import_target, shape_of
     from cronctl.jobs.model import PythonTarget
 
-    text = argv[1] if len(argv) > 1 else ""
     try:
         if text.startswith("python:") and text.count(":") == 2:
             _, module, function = text.split(":")
@@ -103,13 +108,25 @@ def main(argv: list[str]) -> int:
             fn = default_service_resolver(text[len("service:"):])
         else:
             raise TargetUnresolved(f"{text!r} is not a python: or service: target")
-        shape = shape_of(fn)
+        return fn, shape_of(fn)
     except Exception as exc:
         print(f"cannot resolve {text}: {exc}", file=sys.stderr, flush=True)
+        return None
+
+
+def main(argv: list[str]) -> int:
+    _path()
+    text = argv[1] if len(argv) > 1 else ""
+    resolved = _resolve(text)
+    if resolved is None:
         return EXIT_UNRESOLVED
     cancelled = threading.Event()
     signal.signal(signal.SIGTERM, lambda signum, frame: cancelled.set())
-    args = (_context(cancelled),) if shape.takes_context else ()
+    return _call(*resolved, _context(cancelled))
+
+
+def _call(fn: Any, shape: Any, ctx: Any) -> int:
+    args = (ctx,) if shape.takes_context else ()
     try:
         if shape.is_async:
             asyncio.run(fn(*args))
@@ -123,8 +140,81 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+class _Messages:
+    """The pool's message pipe (cronctl.dispatch.pool): one JSON line per message."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._lock = threading.Lock()
+
+    def send(self, message: dict[str, Any]) -> None:
+        data = (json.dumps(message, default=str) + "\n").encode()
+        with self._lock:
+            while data:
+                data = data[os.write(self._fd, data):]
+
+
+class _MessageHandler(logging.Handler):
+    def __init__(self, messages: _Messages) -> None:
+        super().__init__()
+        self._messages = messages
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self._messages.send({"log": record.levelno, "m": record.getMessage()})
+        except Exception:
+            self.handleError(record)
+
+
+def serve(fd: int) -> int:
+    """A warm worker of the pool: attempts one by one from standard input (see
+    :mod:`cronctl.dispatch.pool`); ends at EOF."""
+    import resource
+
+    from cronctl.dispatch.pool import MARK
+
+    _path()
+    messages = _Messages(fd)
+    handler = _MessageHandler(messages)
+    base_env, base_cwd = dict(os.environ), os.getcwd()
+    cancelled = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: cancelled.set())
+    handlers: dict[str, tuple[Any, Any]] = {}
+
+    def progress(done: float, total: float | None, message: str | None) -> None:
+        messages.send({"progress": [done, total, message]})
+
+    for line in sys.stdin.buffer:
+        request = json.loads(line)
+        cancelled.clear()
+        os.environ.clear()
+        os.environ.update(base_env)
+        os.environ.update(request["env"])
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        text = request["target"]
+        resolved = handlers.get(text) or _resolve(text)
+        if resolved is None:
+            code = EXIT_UNRESOLVED
+        else:
+            handlers[text] = resolved
+            code = _call(*resolved, _context(cancelled, handler, progress,
+                                             request.get("payload")))
+        sys.stdout.flush()
+        sys.stderr.flush()
+        for stream in (1, 2):
+            os.write(stream, MARK)
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        cpu = (used.ru_utime + used.ru_stime) - (before.ru_utime + before.ru_stime)
+        with contextlib.suppress(OSError):
+            os.chdir(base_cwd)
+        messages.send({"code": code, "cpu": round(cpu, 6), "rss": used.ru_maxrss * 1024})
+    return 0
+
+
 if __name__ == "__main__":
     sys.stdout.flush()
+    if len(sys.argv) == 3 and sys.argv[1] == "--serve":
+        os._exit(serve(int(sys.argv[2])))
     code = main(sys.argv)
     sys.stdout.flush()
     sys.stderr.flush()
