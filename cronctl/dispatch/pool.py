@@ -4,9 +4,10 @@ A worker (``python -I -m cronctl.dispatch.worker --serve``) is started ahead, in
 process group (its own session) with the parent-death signal, and takes attempts one at
 a time: a JSON line on its standard input says what to run; it answers on a pipe of its
 own (the fd after ``--serve``) with the handler's ``ctx.log`` records, its progress and,
-at the end, its exit code and what the attempt used; what the handler prints to its
-standard output and error becomes the attempt's log lines (INFO, WARNING), each stream
-ended by a marker line.
+at the end, its exit code and what the attempt used, and with what the handler (or a
+child of it) printed to its standard output and error (INFO and WARNING lines: the
+worker reads its own file descriptors 1 and 2 and forwards their lines, all of them
+before the end).
 Between attempts the worker puts back its environment and working directory.
 
 Each attempt stays killable as a command is: the supervisor of a node that cannot
@@ -32,7 +33,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import IO, Any
 
 from cronctl import processes
@@ -56,8 +57,6 @@ from cronctl.jobs.model import CommandTarget, ExecutionStatus, ResourceUsage
 log = logging.getLogger("cronctl.dispatch")
 
 WARM = 2  # idle workers kept started
-MARK = b"\x00cronctl-attempt-end\n"  # ends an attempt's output on each stream
-MARK_WAIT = 2.0  # seconds to wait for an attempt's last output after its end
 
 
 @dataclass(eq=False)
@@ -76,9 +75,8 @@ class _Attempt:
 class _Worker:
     proc: subprocess.Popen[bytes]
     messages: IO[bytes]
+    identity: str | None  # of its process (cronctl.processes), recorded with the attempt
     attempt: _Attempt | None = None
-    marks: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(0))
-    lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def pgid(self) -> int:
@@ -260,15 +258,11 @@ class ProcessPool:
         try:
             proc = subprocess.Popen(
                 [sys.executable, "-I", "-m", "cronctl.dispatch.worker", "--serve", str(write)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=None,
                 env=env, pass_fds=(write,), start_new_session=True, preexec_fn=self._preexec)
         finally:
             os.close(write)
-        worker = _Worker(proc, os.fdopen(read, "rb"))
-        assert proc.stdout is not None and proc.stderr is not None
-        for pipe, level in ((proc.stdout, logging.INFO), (proc.stderr, logging.WARNING)):
-            threading.Thread(target=self._output, args=(worker, pipe, level), daemon=True,
-                             name=f"cronctl-pool-out-{proc.pid}").start()
+        worker = _Worker(proc, os.fdopen(read, "rb"), processes.identity(proc.pid))
         threading.Thread(target=self._listen, args=(worker,), daemon=True,
                          name=f"cronctl-pool-{proc.pid}").start()
         return worker
@@ -279,7 +273,7 @@ class ProcessPool:
         attempt.started_at = time.monotonic()
         if request.on_spawn is not None:
             try:
-                request.on_spawn(worker.pgid, processes.identity(worker.pgid))
+                request.on_spawn(worker.pgid, worker.identity)
             except Exception:
                 log.exception("on_spawn callback of job %s raised", job.id)
         supervisor = self._supervisor()
@@ -306,31 +300,20 @@ class ProcessPool:
             attempt = worker.attempt
             if attempt is None:
                 continue
-            if "log" in message:
+            if "out" in message:
+                attempt.sink.log(int(message["out"]), str(message["m"]))
+            elif "log" in message:
                 attempt.sink.log(int(message["log"]), str(message["m"]))
             elif "progress" in message:
                 done, total, text = message["progress"]
                 attempt.sink.progress(done, total, text)
-            elif "code" in message:
-                for _ in range(2):  # its output on both streams, up to the marker
-                    worker.marks.acquire(timeout=MARK_WAIT)
+            elif "code" in message:  # (its output came before: the worker drained it)
                 usage = ResourceUsage(exit_code=int(message["code"]),
                                       cpu_seconds=message.get("cpu"),
                                       max_rss_bytes=message.get("rss"))
                 self._release(worker, attempt, int(message["code"]), usage)
         worker.messages.close()
         self._died(worker)
-
-    def _output(self, worker: _Worker, pipe: IO[bytes], level: int) -> None:
-        with pipe:
-            for line in pipe:
-                if line == MARK:
-                    worker.marks.release()
-                    continue
-                attempt = worker.attempt
-                if attempt is not None:
-                    attempt.sink.log(level, line.rstrip(b"\n").decode("utf-8", "replace"))
-        worker.marks.release()
 
     def _release(self, worker: _Worker, attempt: _Attempt, code: int,
                  usage: ResourceUsage) -> None:
@@ -374,8 +357,6 @@ class ProcessPool:
                 self._grow_locked()
         if attempt is None:
             return
-        for _ in range(2):
-            worker.marks.acquire(timeout=MARK_WAIT)
         usage = ResourceUsage(exit_code=returncode if returncode >= 0 else None,
                               signal=signal_name(returncode))
         if attempt.stop_reason is not None:
@@ -432,4 +413,4 @@ def _signal(worker: _Worker, sig: signal.Signals, *, group: bool) -> None:
         pass
 
 
-__all__ = ["MARK", "PoolHandle", "ProcessPool", "WORKER_PAYLOAD"]
+__all__ = ["PoolHandle", "ProcessPool", "WORKER_PAYLOAD"]

@@ -166,16 +166,66 @@ class _MessageHandler(logging.Handler):
             self.handleError(record)
 
 
+class _Capture:
+    """This process's standard output or error (the file descriptor itself, so that what
+    a handler's children print is caught too) forwarded as the attempt's lines: by a
+    thread while the attempt runs (a pipe holds only 64 KiB), and by :meth:`drain` at its
+    end, under the same lock, so the end costs one read when nothing was printed."""
+
+    def __init__(self, target: int, level: int, messages: _Messages) -> None:
+        read, write = os.pipe()
+        os.dup2(write, target)
+        os.close(write)
+        os.set_blocking(read, False)
+        self._read = read
+        self._level = level
+        self._messages = messages
+        self._lock = threading.Lock()
+        self._partial = b""
+        threading.Thread(target=self._forward, daemon=True).start()
+
+    def _forward(self) -> None:
+        import select
+
+        while True:
+            select.select([self._read], [], [])
+            self._take(final=False)
+
+    def _take(self, *, final: bool) -> None:
+        with self._lock:
+            while True:
+                try:
+                    data = os.read(self._read, 65536)
+                except BlockingIOError:
+                    break
+                if not data:
+                    break
+                *lines, self._partial = (self._partial + data).split(b"\n")
+                for line in lines:
+                    self._send(line)
+            if final and self._partial:
+                self._send(self._partial)
+                self._partial = b""
+
+    def _send(self, line: bytes) -> None:
+        self._messages.send({"out": self._level, "m": line.decode("utf-8", "replace")})
+
+    def drain(self) -> None:
+        """Send what was printed so far (the end of an attempt)."""
+        self._take(final=True)
+
+
 def serve(fd: int) -> int:
     """A warm worker of the pool: attempts one by one from standard input (see
     :mod:`cronctl.dispatch.pool`); ends at EOF."""
     import resource
 
-    from cronctl.dispatch.pool import MARK
-
     _path()
     messages = _Messages(fd)
     handler = _MessageHandler(messages)
+    captures = [_Capture(1, logging.INFO, messages), _Capture(2, logging.WARNING, messages)]
+    sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
+    sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
     base_env, base_cwd = dict(os.environ), os.getcwd()
     cancelled = threading.Event()
     signal.signal(signal.SIGTERM, lambda signum, frame: cancelled.set())
@@ -187,9 +237,8 @@ def serve(fd: int) -> int:
     for line in sys.stdin.buffer:
         request = json.loads(line)
         cancelled.clear()
-        os.environ.clear()
-        os.environ.update(base_env)
-        os.environ.update(request["env"])
+        env: dict[str, str] = request["env"]
+        os.environ.update(env)
         before = resource.getrusage(resource.RUSAGE_SELF)
         text = request["target"]
         resolved = handlers.get(text) or _resolve(text)
@@ -201,12 +250,22 @@ def serve(fd: int) -> int:
                                              request.get("payload")))
         sys.stdout.flush()
         sys.stderr.flush()
-        for stream in (1, 2):
-            os.write(stream, MARK)
+        for capture in captures:
+            capture.drain()
         used = resource.getrusage(resource.RUSAGE_SELF)
         cpu = (used.ru_utime + used.ru_stime) - (before.ru_utime + before.ru_stime)
-        with contextlib.suppress(OSError):
-            os.chdir(base_cwd)
+        if dict(os.environ) != {**base_env, **env}:  # a handler changed it: put it back
+            os.environ.clear()
+            os.environ.update(base_env)
+        else:
+            for key in env:
+                if key in base_env:
+                    os.environ[key] = base_env[key]
+                else:
+                    del os.environ[key]
+        if os.getcwd() != base_cwd:
+            with contextlib.suppress(OSError):
+                os.chdir(base_cwd)
         messages.send({"code": code, "cpu": round(cpu, 6), "rss": used.ru_maxrss * 1024})
     return 0
 
