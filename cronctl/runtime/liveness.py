@@ -27,7 +27,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from cronctl import processes
 from cronctl.dispatch import escapees
@@ -141,6 +141,9 @@ class Liveness:
         self._previous: datetime | None = None
         self._checks = 0
         self._failing = False
+        # Execution id -> what is known of why its node was taken over (the lost row's
+        # error); the scheduler takes them with the rows (see lost_reason).
+        self.why: dict[int, str] = {}
         self.homes = Homes(node_id)  # who tries a single_instance job's instants first
 
     # --- lifecycle -------------------------------------------------------------------------
@@ -272,6 +275,8 @@ class Liveness:
         ready: list[ExecutionRecord] = []
         ends: dict[int, datetime] = {}
         for r in rows:
+            if r.status is ExecutionStatus.RUNNING and r.node_id in dead:
+                self.why[r.id] = self.lost_reason(dead[r.node_id], now)
             if r.status is ExecutionStatus.RUNNING:
                 _end_escaped(r, self.scope)  # (its process group is ended below, or is gone)
             if r.status is ExecutionStatus.RUNNING and r.pgid is not None and \
@@ -286,6 +291,20 @@ class Liveness:
                 ends[r.id] = self.ended_at(r, dead.get(r.node_id), now)
         if ready:
             self._recover(ready, ends)
+
+    def lost_reason(self, node: NodeRecord, now: datetime) -> str:
+        """The error of an attempt taken over from ``node``: what is known, by the rule that
+        judged it dead (docs/liveness.md), never a guess about its outcome."""
+        seen = node.heartbeat_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        if self.store.beat_interval is None:  # SQLite: its process is gone
+            return (f"lost: node {node.node_id}'s scheduler stopped (last heartbeat {seen}); "
+                    "its outcome is unknown")
+        if now - node.heartbeat_at >= self.ttl:
+            return (f"lost: node {node.node_id} sent no heartbeat since {seen} (more than the "
+                    f"{self.ttl.total_seconds():g}s lease: frozen, or its database path "
+                    "silent); its outcome is unknown")
+        return (f"lost: node {node.node_id} lost the database at {seen} (its session and lock "
+                "ended: killed, crashed or cut off); its outcome is unknown")
 
     def ended_at(self, r: ExecutionRecord, node: NodeRecord | None, now: datetime) -> datetime:
         """When an interrupted attempt whose process is already gone ended: the last

@@ -362,6 +362,9 @@ class Scheduler:
                     self.core.set_paused(job_id, paused)
             elif isinstance(msg, Recover) and not self._stopping:
                 self.firing.ended.update(msg.ends)
+                for r in msg.rows:
+                    if (why := self.liveness.why.pop(r.id, None)) is not None:
+                        self.firing.lost_why[r.id] = why
                 self.firing.execute(self.core.recover(startup.recovered(msg.rows),
                                                      self.clock(), mono=self.mono()))
             elif isinstance(msg, StoreBack):

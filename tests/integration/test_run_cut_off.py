@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from test_run_support import Project, Running
 
+from cronctl.jobs.model import ExecutionStatus
 from cronctl.store import open_store
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "chaos"))
@@ -95,6 +96,21 @@ command = ["sh", "-c", "while :; do date +%s.%N >> {stamps}/$CRONCTL_ATTEMPT; sl
               f"started {second_start - cut:.2f} s after it")
         # ended before the peer started the next attempt, with a margin
         assert first_end < second_start - 0.2, (first_end - cut, second_start - cut)
+        # the record says what is known: the node lost the database, not "it stopped"
+        old = store.get_execution(victim.id)
+        assert old is not None and old.status is ExecutionStatus.LOST
+        assert old.error is not None and old.error.startswith(
+            "lost: node node-a lost the database at "), old.error
+        assert old.error.endswith("its outcome is unknown"), old.error
+        # the node comes back: its attempt's real end is kept beside the row, unmarked
+        proxy.resume()
+        deadline = time.monotonic() + 20
+        while (old := store.get_execution(victim.id)) is not None and old.fenced_status is None:
+            assert time.monotonic() < deadline, nodes["node-a"].text()
+            time.sleep(0.1)
+        assert old is not None and old.fenced_status is ExecutionStatus.FAILED
+        assert old.fenced_at is not None and old.fenced_at.timestamp() < second_start
+        assert old.error is not None and "concurrent_after_partition" not in old.error
     finally:
         proxy.close()
         store.close()

@@ -96,6 +96,7 @@ class Firing(RowWrites):
         # When interrupted attempts handed to recovery really ended (their process group
         # ended, or their node was last known alive): the time their rows are closed with.
         self.ended: dict[int, datetime] = {}
+        self.lost_why: dict[int, str] = {}  # why a taken-over attempt is lost (Liveness)
         self.triggers: dict[str, int] = {}  # occurrence id -> trigger request id
         self.lateness: collections.deque[float] = collections.deque(maxlen=200_000)
         self._sinks: dict[str, ProcessLogSink] = {}  # untracked fires' log sinks, by job
