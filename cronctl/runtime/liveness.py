@@ -111,7 +111,7 @@ class Liveness:
         clock: Callable[[], datetime], jobs: Callable[[], Mapping[str, JobDefinition]],
         heartbeat: Callable[[], None], recover: Recover,
         unavailable: Callable[[StoreUnavailable], None],
-        down: Callable[[], bool], scope: str = "",
+        down: Callable[[], bool], scope: str = "", why: dict[int, str] | None = None,
     ) -> None:
         self.store = store
         self.node_id = node_id
@@ -142,8 +142,9 @@ class Liveness:
         self._checks = 0
         self._failing = False
         # Execution id -> what is known of why its node was taken over (the lost row's
-        # error); the scheduler takes them with the rows (see lost_reason).
-        self.why: dict[int, str] = {}
+        # error, see lost_reason): filled before the rows are handed over, shared with
+        # the scheduler thread that closes them (Firing.lost_why).
+        self.why: dict[int, str] = {} if why is None else why
         self.homes = Homes(node_id)  # who tries a single_instance job's instants first
 
     # --- lifecycle -------------------------------------------------------------------------

@@ -120,7 +120,7 @@ class Scheduler:
                    float("inf") if store.beat_interval is None else store.beat_interval)
         self.liveness = Liveness(
             store, node_id=config.node_id, ttl=self._ttl, beat_every=beat, clock=self.clock,
-            jobs=lambda: {j.id: j for j in self._jobs},
+            jobs=lambda: {j.id: j for j in self._jobs}, why=self.firing.lost_why,
             heartbeat=self.clocks.beating(supervised(self.dispatcher, store, config.node_id,
                                                      self._ttl, beat, self.polls.heartbeat)),
             recover=lambda rows, ends: self._inbox.put(Recover(rows, ends)),
@@ -362,9 +362,6 @@ class Scheduler:
                     self.core.set_paused(job_id, paused)
             elif isinstance(msg, Recover) and not self._stopping:
                 self.firing.ended.update(msg.ends)
-                for r in msg.rows:
-                    if (why := self.liveness.why.pop(r.id, None)) is not None:
-                        self.firing.lost_why[r.id] = why
                 self.firing.execute(self.core.recover(startup.recovered(msg.rows),
                                                      self.clock(), mono=self.mono()))
             elif isinstance(msg, StoreBack):
