@@ -389,8 +389,11 @@ class _Reactor:
                     and supervisor.silent_since(child.started_at)):
                 error = (f"killed by SIGKILL from the supervisor: this scheduler had no "
                          f"heartbeat accepted for more than {supervisor.doubt:g}s")
-            outcome = Outcome(ExecutionStatus.FAILED, error=error, exit_code=returncode,
-                              usage=usage)
+                outcome = Outcome(ExecutionStatus.FAILED, error=error, exit_code=returncode,
+                                  usage=usage, ended_ago=supervisor.killed_ago())
+            else:
+                outcome = Outcome(ExecutionStatus.FAILED, error=error, exit_code=returncode,
+                                  usage=usage)
         self._complete(child, outcome)
 
     def _end_escapees(self, child: _Child) -> None:

@@ -366,7 +366,8 @@ class ProcessPool:
             outcome = Outcome(ExecutionStatus.FAILED, exit_code=returncode, usage=usage,
                               error="killed by SIGKILL from the supervisor: this scheduler "
                                     "had no heartbeat accepted for more than "
-                                    f"{supervisor.doubt:g}s")
+                                    f"{supervisor.doubt:g}s",
+                              ended_ago=supervisor.killed_ago())
         elif returncode == 0:
             outcome = Outcome(ExecutionStatus.SUCCEEDED, exit_code=0, usage=usage)
         else:

@@ -134,6 +134,10 @@ class Supervisor:
         self._broken = False
         self._last_beat = time.monotonic()
         self._silence_ended = 0.0  # when the last silence longer than ``limit`` ended
+        # The supervisor's state as it will read the messages (its limit now), and when
+        # the last silence passed its limit: when it ended the groups it knew.
+        self._state = "ok"
+        self._killed_at = 0.0
 
     @property
     def pid(self) -> int | None:
@@ -146,17 +150,26 @@ class Supervisor:
         now = time.monotonic()
         if now - self._last_beat > self.doubt:
             self._silence_ended = now
-        self._last_beat = now if sent is None else sent
+        if now - self._last_beat > self._limit_now():
+            self._killed_at = self._last_beat + self._limit_now()
+        self._last_beat = max(self._last_beat, now if sent is None else sent)
+        self._state = "ok" if locked else "doubt"
         stamp = b"" if sent is None else b"%.6f" % sent
         self._send((b"b" if locked else b"p") + stamp + b"\n")
 
     def beating(self) -> None:
         """A heartbeat is being sent: until it is accepted, the ``doubt`` limit holds."""
+        if self._state == "ok":
+            self._state = "doubt"
         self._send(b"s\n")
 
     def failed(self, *, restart: bool = False) -> None:
         """A heartbeat failed; ``restart``: with proof that the server restarted (its
         connections refused as "starting up" or "shutting down")."""
+        if self._state == "ok":
+            self._state = "doubt"
+        if restart:
+            self._state = "restart"
         self._send(b"r\n" if restart else b"f\n")
 
     def silent_since(self, since: float) -> bool:
@@ -165,6 +178,19 @@ class Supervisor:
         is most likely the supervisor's."""
         now = time.monotonic()
         return self._silence_ended > since or now - self._last_beat > self.doubt
+
+    def killed_ago(self) -> float:
+        """Seconds since the supervisor ended its groups for the last time (0 when it has
+        not, or just now): a group it killed while this scheduler was frozen or cut off
+        ended then, not when the scheduler came to reap it."""
+        now = time.monotonic()
+        at = self._last_beat + self._limit_now()
+        if now < at:
+            at = self._killed_at
+        return max(0.0, now - at) if at else 0.0
+
+    def _limit_now(self) -> float:
+        return {"ok": self.limit, "doubt": self.doubt}.get(self._state, self.restart)
 
     def started(self, pgid: int) -> None:
         self._send(b"+%d\n" % pgid)

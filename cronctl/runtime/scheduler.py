@@ -344,7 +344,7 @@ class Scheduler:
         """One inbox message; returns the grace (seconds, -1 for the default) on stop."""
         try:
             if type(msg) is Done:  # the most frequent by far
-                self.firing.on_done(msg.key, msg.outcome)
+                self.firing.on_done(msg.key, msg.outcome, msg.at)
             elif isinstance(msg, WaitersLanded):
                 self.firing.landed()
             elif isinstance(msg, Stop):

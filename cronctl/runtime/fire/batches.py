@@ -113,7 +113,8 @@ class FinalBatch:
 
     def add(self, execution_id: int, status: ExecutionStatus, error: str | None,
             token: int | None = None, *, prompt: bool = False,
-            usage: ResourceUsage | None = None, job_id: str = "") -> None:
+            usage: ResourceUsage | None = None, job_id: str = "",
+            ended: datetime | None = None) -> None:
         """``token``: the fencing token the attempt was claimed with (the store refuses
         the final status if the row no longer carries it). ``usage``: a command's
         figures, written with the status. ``job_id``: its ``finished`` line is logged
@@ -121,7 +122,7 @@ class FinalBatch:
         with self._lock:
             first = not self._pending and not self._starts
             self._pending.append((execution_id, status, error, token, job_id))
-            self._ended[execution_id] = self._clock()
+            self._ended[execution_id] = ended or self._clock()
             if usage is not None:
                 self._usage[execution_id] = usage
         if first or prompt:
