@@ -2,10 +2,11 @@
 ``cronctl run`` nodes on PostgreSQL, each in its own PID namespace when this process may
 make one (as separate hosts: a peer cannot end the other's attempts), run one
 single_instance command job and one single_instance Python job (default isolation:
-warm worker processes), 3 s long every 4 s. Both stamp their own start, a line every
+warm worker processes), 3 s long every 4 s, each node through a TCP proxy of its own
+(equally slow: each wins its share of the races). Both stamp their own start, a line every
 0.1 s while they run, and their end (the stamps of an attempt killed before its end stop
-at its last refresh). One node is the victim; a round waits for one of its attempts to
-run, then
+at its last refresh). A round waits for an attempt that just started, and its node is the
+victim:
 
 - cut: its TCP path to the server closed (a proxy of the test's own closes every
   connection and refuses new ones): the server drops its sessions and its lock at once;
@@ -47,6 +48,7 @@ LONG = float(os.environ.get("CRONCTL_CHAOS_SECONDS", "0")) >= 60
 ROUNDS = int(os.environ.get("CRONCTL_CHAOS_ROUNDS", "10" if LONG else "1"))
 FAULT = 5.0  # seconds each fault lasts
 JOBS = ("cmd", "py")
+NODES = ("n1", "n2")
 
 STAMP = r'''
 import os, sys, time
@@ -88,7 +90,7 @@ if __name__ == "__main__":
 class Pair:
     root: Path
     url: str
-    proxy: FreezableProxy
+    proxies: dict[str, FreezableProxy]
     namespaces: bool
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
@@ -110,9 +112,8 @@ class Pair:
             'target = "python:partition_stamp:handler"\n'
             f'parameters = {{ log = "{log}" }}\n')
         port = self.url.split("@", 1)[1].split("/", 1)[0].rsplit(":", 1)[1]
-        for name in ("victim", "peer"):
-            url = self.url if name == "peer" else self.url.replace(
-                f":{port}/", f":{self.proxy.port}/")
+        for name in NODES:
+            url = self.url.replace(f":{port}/", f":{self.proxies[name].port}/")
             (self.root / f"{name}.toml").write_text(
                 f'[scheduler]\ndatabase = "{url}"\njobs_dir = "{self.root / "jobs.d"}"\n'
                 f'node_id = "{name}"\nheartbeat_interval = "1s"\nshutdown_timeout = "5s"\n'
@@ -165,15 +166,14 @@ class Pair:
                 proc.wait(5)
 
 
-def running_on(pair: Pair, nodes: tuple[str, ...] = ("victim",), timeout: float = 24
-               ) -> tuple[str, str] | None:
-    """Wait until an attempt started on one of ``nodes`` within the last second and runs
-    on (by its own stamps); its job and node."""
+def running_on(pair: Pair, timeout: float = 24) -> tuple[str, str] | None:
+    """Wait until an attempt started within the last second and runs on (by its own
+    stamps); its job and node."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         now = time.time()
         for a in attempts(pair.log).values():
-            if a.node in nodes and not a.ended and now - 1.2 < a.start < now - 0.2:
+            if not a.ended and now - 1.2 < a.start < now - 0.2:
                 return str(a.job), str(a.node)
         time.sleep(0.05)
     return None
@@ -198,15 +198,15 @@ Fault = Callable[[Pair, str], None]
 
 
 def cut(pair: Pair, node: str) -> None:
-    pair.proxy.cut()
+    pair.proxies[node].cut()
     time.sleep(FAULT)
-    pair.proxy.resume()
+    pair.proxies[node].resume()
 
 
 def freeze(pair: Pair, node: str) -> None:
-    pair.proxy.freeze()
+    pair.proxies[node].freeze()
     time.sleep(FAULT)
-    pair.proxy.resume()
+    pair.proxies[node].resume()
 
 
 def sigstop(pair: Pair, node: str) -> None:
@@ -218,34 +218,34 @@ def sigstop(pair: Pair, node: str) -> None:
 
 @pytest.fixture
 def pair(tmp_path: Path, postgres_url: str) -> Iterator[Pair]:
-    proxy = FreezableProxy(int(postgres_url.split("@", 1)[1].split("/", 1)[0]
-                               .rsplit(":", 1)[1]))
-    pair = Pair(tmp_path / "run", postgres_url, proxy, namespaces_work())
+    port = int(postgres_url.split("@", 1)[1].split("/", 1)[0].rsplit(":", 1)[1])
+    proxies = {name: FreezableProxy(port) for name in NODES}
+    pair = Pair(tmp_path / "run", postgres_url, proxies, namespaces_work())
     pair.setup()
     try:
         yield pair
     finally:
         pair.stop()
-        proxy.close()
+        for proxy in proxies.values():
+            proxy.close()
 
 
 def _rounds(pair: Pair, fault: Fault, name: str) -> dict[str, Any]:
-    pair.start("victim")
-    assert pair.ready("victim"), pair.text("victim")[-3000:]
-    running_on(pair, timeout=10)  # (its first attempt before the peer races it)
-    pair.start("peer")
-    assert pair.ready("peer"), pair.text("peer")[-3000:]
+    for node in NODES:
+        pair.start(node)
+    for node in NODES:
+        assert pair.ready(node), pair.text(node)[-3000:]
     store = open_store(pair.url, node_id="partition-observer")
     faults: dict[str, int] = defaultdict(int)  # by the job the victim was running
+    victims: dict[str, int] = defaultdict(int)
     try:
-        # (a proxy fault needs the victim, whose path is the proxy; a SIGSTOP either node)
-        nodes = ("victim", "peer") if fault is sigstop else ("victim",)
         for _ in range(ROUNDS):
-            found = running_on(pair, nodes)
+            found = running_on(pair)
             if found is None:
                 continue
             fault(pair, found[1])
             faults[found[0]] += 1
+            victims[found[1]] += 1
             time.sleep(4)  # the takeover, the victim's return and its fenced report
         time.sleep(2)
         rows = [r for r in store.list_executions(limit=None) if r.job_id in JOBS]
@@ -256,7 +256,7 @@ def _rounds(pair: Pair, fault: Fault, name: str) -> dict[str, Any]:
     found = overlaps(pair.log)
     figures = {
         "fault": name, "rounds": ROUNDS, "faults": sum(faults.values()),
-        "faults_by_job": dict(faults), "namespaces": pair.namespaces,
+        "faults_by_job": dict(faults), "victims": dict(victims), "namespaces": pair.namespaces,
         "attempts": len(attempts(pair.log)), "executions": len(rows), "lost": len(lost),
         "lost_by_job": {j: sum(1 for r in lost if r.job_id == j) for j in JOBS},
         "fenced": sum(1 for r in rows if r.fenced_status is not None),
@@ -279,5 +279,5 @@ def test_no_two_attempts_at_once_when_a_node_loses_the_database(pair: Pair, name
     assert figures["marked_concurrent"] == 0, figures
     if name == "cut":  # the server dropped its lock: taken over, and said so
         assert figures["lost"] > 0, figures
-        assert all(e.startswith("lost: node victim lost the database")
+        assert all(e.startswith("lost: node n") and e.endswith(" lost the database")
                    for e in figures["lost_errors"]), figures
