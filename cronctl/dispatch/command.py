@@ -64,7 +64,7 @@ from cronctl.dispatch.procenv import (
     unsent_kill_text,
 )
 from cronctl.dispatch.sandbox import SandboxError, child_setup, switch_for
-from cronctl.dispatch.supervisor import Supervisor
+from cronctl.dispatch.supervisor import Supervisor, ended_by_then
 from cronctl.jobs.model import CommandTarget, ExecutionStatus, JobDefinition
 
 log = logging.getLogger("cronctl.dispatch")
@@ -389,12 +389,9 @@ class _Reactor:
                     and supervisor.silent_since(child.started_at)):
                 error = (f"killed by SIGKILL from the supervisor: this scheduler had no "
                          f"heartbeat accepted for more than {supervisor.doubt:g}s")
-                outcome = Outcome(ExecutionStatus.FAILED, error=error, exit_code=returncode,
-                                  usage=usage, ended_ago=supervisor.killed_ago())
-            else:
-                outcome = Outcome(ExecutionStatus.FAILED, error=error, exit_code=returncode,
-                                  usage=usage)
-        self._complete(child, outcome)
+            outcome = Outcome(ExecutionStatus.FAILED, error=error, exit_code=returncode,
+                              usage=usage)
+        self._complete(child, ended_by_then(outcome, self.supervisor, child.started_at))
 
     def _end_escapees(self, child: _Child) -> None:
         """What the attempt started outside its process group (``setsid``) ends with it

@@ -51,7 +51,7 @@ from cronctl.dispatch.procenv import (
     parent_death_signal,
     signal_name,
 )
-from cronctl.dispatch.supervisor import Supervisor
+from cronctl.dispatch.supervisor import Supervisor, ended_by_then
 from cronctl.jobs.model import CommandTarget, ExecutionStatus, ResourceUsage
 
 log = logging.getLogger("cronctl.dispatch")
@@ -333,7 +333,7 @@ class ProcessPool:
         else:
             outcome = Outcome(ExecutionStatus.FAILED, error=exit_text(code), exit_code=code,
                               usage=usage)
-        self._finish(attempt, outcome)
+        self._finish(attempt, ended_by_then(outcome, supervisor, attempt.started_at))
         if ready is not None:
             self._assign(ready, ready.attempt)  # type: ignore[arg-type]
 
@@ -366,14 +366,13 @@ class ProcessPool:
             outcome = Outcome(ExecutionStatus.FAILED, exit_code=returncode, usage=usage,
                               error="killed by SIGKILL from the supervisor: this scheduler "
                                     "had no heartbeat accepted for more than "
-                                    f"{supervisor.doubt:g}s",
-                              ended_ago=supervisor.killed_ago())
+                                    f"{supervisor.doubt:g}s")
         elif returncode == 0:
             outcome = Outcome(ExecutionStatus.SUCCEEDED, exit_code=0, usage=usage)
         else:
             outcome = Outcome(ExecutionStatus.FAILED, error=exit_text(returncode),
                               exit_code=returncode if returncode >= 0 else None, usage=usage)
-        self._finish(attempt, outcome)
+        self._finish(attempt, ended_by_then(outcome, supervisor, attempt.started_at))
 
     def _finish(self, attempt: _Attempt, outcome: Outcome) -> None:
         if attempt.done:

@@ -33,6 +33,11 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cronctl.dispatch.base import Outcome
 
 log = logging.getLogger("cronctl.dispatch")
 
@@ -228,4 +233,13 @@ class Supervisor:
             proc.wait(5)
 
 
-__all__ = ["Supervisor"]
+def ended_by_then(outcome: Outcome, supervisor: Supervisor | None, started: float) -> Outcome:
+    """``outcome``, dated back to the supervisor's kill when its limit passed while the
+    attempt ran (the scheduler frozen or cut off): it ended by then at the latest, however
+    it ended, and a reap after the scheduler woke says nothing of when."""
+    if supervisor is None or not supervisor.silent_since(started):
+        return outcome
+    return replace(outcome, ended_ago=supervisor.killed_ago())
+
+
+__all__ = ["Supervisor", "ended_by_then"]
