@@ -334,6 +334,13 @@ class Liveness(Protocol):
         the id over after this one was judged dead): stop, or re-register."""
         ...
 
+    def lock_evidence(self, node_id: str) -> tuple[bool, bool]:
+        """PostgreSQL: whether the last :meth:`heartbeat` of ``node_id`` was stamped on the
+        session that holds its lock (it confirmed the node's liveness), and whether a
+        connection was refused since because the server is starting up or shutting down
+        (proof of a restart, see docs/liveness.md). ``(False, False)`` on SQLite."""
+        ...
+
     def server_now(self) -> datetime | None:
         """The database server's clock, read now (PostgreSQL: one round trip), the one
         reference of every node's wall clock; None on SQLite, whose clock is this host's
