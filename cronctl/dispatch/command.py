@@ -6,8 +6,7 @@ unless the job says ``shell = true``. The reactor thread owns every child: it sp
 through one selector, sends signals, and reaps it. Doing all signalling and reaping on
 one thread means a pid is never signalled after it was reaped (and possibly reused).
 
-Exit is noticed through a pidfd (Linux ≥ 5.3) registered in the same selector; where
-that is unavailable the reactor polls its children every few milliseconds instead.
+Exit is noticed through a pidfd (Linux ≥ 5.3) in the same selector, else by polling.
 
 When the group leader exits, whatever else is still in its process group is killed
 (``SIGKILL``) before the leader is reaped, while its pid still pins the group id: a
