@@ -186,7 +186,8 @@ class _MessageHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            self._messages.send({"log": record.levelno, "m": record.getMessage()})
+            for line in record.getMessage().split("\n"):  # a job log line is one line
+                self._messages.send({"log": record.levelno, "m": line})
         except Exception:
             self.handleError(record)
 

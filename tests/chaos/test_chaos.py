@@ -45,16 +45,37 @@ LONG = SECONDS >= 120
 KILL_EVERY = (8.0, 15.0) if LONG else (3.0, 5.0)
 NODES = ("n1", "n2", "n3")
 
-HANDLERS = '''
-import os, time
+# The handlers' settings: from their environment, or, in a worker process (isolation =
+# "process", the default), which starts from cron's small environment, from the
+# environment of the scheduler that started it.
+SETTING = '''
+import os
 
-LOG = os.environ["CRONCTL_CHAOS_LOG"]
-NODE = os.environ["CRONCTL_CHAOS_NODE"]
+
+def _setting(name):
+    if name in os.environ:
+        return os.environ[name]
+    with open(f"/proc/{os.getppid()}/environ", "rb") as parent:
+        for item in parent.read().split(b"\\0"):
+            key, _, value = item.partition(b"=")
+            if key == name.encode():
+                return value.decode()
+    raise KeyError(name)
+'''
+
+HANDLERS = SETTING + '''
+import time
+
+LOG = _setting("CRONCTL_CHAOS_LOG")
+NODE = _setting("CRONCTL_CHAOS_NODE")
+# the scheduler's pid (the audit ends an attempt that wrote no end at its kill): this
+# process, or the one that started this worker process
+SCHEDULER = os.getpid() if "CRONCTL_CHAOS_LOG" in os.environ else os.getppid()
 
 
 def _rec(kind, ctx):
     line = (f"{kind} {ctx.job_id} {ctx.scheduled_at.timestamp():.6f} {ctx.attempt} {NODE} "
-            f"{os.getpid()} {time.time():.6f} {ctx.fencing_token}\\n")
+            f"{SCHEDULER} {time.time():.6f} {ctx.fencing_token}\\n")
     fd = os.open(LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, line.encode())
@@ -84,7 +105,7 @@ def flaky(ctx):
 
 # A command that hangs until its timeout kills it; it records its start and its end
 # (also when it is terminated) in the same file as the Python handlers. It records its
-# scheduler's pid ($PPID), like the Python handlers (which run in the scheduler): when
+# scheduler's pid ($PPID), as the Python handlers do (in a thread or a worker): when
 # the scheduler is SIGKILLed the shell dies with it (parent-death signal) without
 # writing its end, which is then the time of that kill.
 # (A command inherits nothing of its scheduler's environment but cron's few variables:

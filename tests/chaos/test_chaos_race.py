@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_chaos import Cluster, Node, _ready
+from test_chaos import SETTING, Cluster, Node, _ready
 
 from cronctl.jobs.model import ExecutionStatus
 from cronctl.store import Store, open_store
@@ -32,14 +32,16 @@ SECONDS = float(os.environ.get("CRONCTL_CHAOS_SECONDS", "6"))
 NODES = ("n1", "n2")
 JOBS = ("race-0", "race-1", "race-2")
 
-HANDLERS = '''
-import os, time
+HANDLERS = SETTING + '''
+import time
 
-LOG = os.environ["CRONCTL_CHAOS_LOG"]
+LOG = _setting("CRONCTL_CHAOS_LOG")
+# the scheduler's pid, which the audit matches with its kills (see test_chaos.HANDLERS)
+SCHEDULER = os.getpid() if "CRONCTL_CHAOS_LOG" in os.environ else os.getppid()
 
 
 def _rec(kind, ctx):
-    line = (f"{kind} {ctx.job_id} {ctx.occurrence_id} {ctx.attempt} {os.getpid()} "
+    line = (f"{kind} {ctx.job_id} {ctx.occurrence_id} {ctx.attempt} {SCHEDULER} "
             f"{time.time():.6f}\\n")
     fd = os.open(LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
