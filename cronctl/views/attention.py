@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from cronctl.views.common import iso_z
 
 if TYPE_CHECKING:
+    from cronctl.views import shapes
     from cronctl.jobs.model import JobDefinition
     from cronctl.store.base import DeliveryFailures, Reads, ScheduleState
     from cronctl.store.records import ExecutionRecord
@@ -47,7 +48,7 @@ class Attention:
     def _live(self, node_id: str) -> bool:
         return self.live is None or node_id in self.live
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> shapes.Attention:
         return {
             "failing": [{"job": f.job, "status": f.status, "scheduled_at": iso_z(f.scheduled_at),
                          "error": f.error} for f in self.failing],

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from cronctl.views.common import iso_z, rows_json
 
 if TYPE_CHECKING:
+    from cronctl.views import shapes
     from cronctl.config import Config
     from cronctl.jobs.model import JobDefinition
 
@@ -39,7 +40,7 @@ class ListRow:
     calendars: tuple[str, ...] = ()  # the job's calendars (section 8), in its order
     after: tuple[str, ...] = ()  # a dependent's parents, as written ("load:any")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> shapes.JobRow:
         return {
             "id": self.id,
             "cron": self.schedule,
@@ -99,7 +100,7 @@ def list_rows(
     return rows
 
 
-def list_document(rows: Sequence[ListRow]) -> dict[str, Any]:
+def list_document(rows: Sequence[ListRow]) -> shapes.Jobs:
     """``list --json`` and ``GET /api/v1/jobs``."""
     return {"jobs": [row.to_json() for row in rows]}
 

@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING, Any
 from cronctl.views.common import execution_json, line_json
 
 if TYPE_CHECKING:
+    from cronctl.views import shapes
     from cronctl.store.base import ExecutionRecord, LogLine
 
 
-def logs_document(record: ExecutionRecord, lines: Sequence[LogLine]) -> dict[str, Any]:
+def logs_document(record: ExecutionRecord, lines: Sequence[LogLine]) -> shapes.Logs:
     """``logs EXECUTION_ID --json``; the API's ``?after_seq=`` gives the lines after it."""
     return {"execution": execution_json(record), "lines": [line_json(x) for x in lines]}
 

@@ -20,6 +20,7 @@ from cronctl.errors import NotFoundError, UsageError
 from cronctl.views.common import iso_z
 
 if TYPE_CHECKING:
+    from cronctl.views import shapes
     from cronctl.jobs.model import JobDefinition
 
 _JOB_ID = re.compile(r"[A-Za-z0-9._-]{1,200}")
@@ -159,7 +160,7 @@ def next_fires(target: NextTarget, start: datetime, count: int) -> list[FireRow]
     return rows
 
 
-def to_json(target: NextTarget, start: datetime, rows: Sequence[FireRow]) -> dict[str, Any]:
+def to_json(target: NextTarget, start: datetime, rows: Sequence[FireRow]) -> shapes.Next:
     schedule = target.schedule
     written, hash_id = written_of(target)
     return {

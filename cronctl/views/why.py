@@ -13,6 +13,7 @@ from cronctl.errors import UsageError
 from cronctl.views.common import execution_json, iso_z
 
 if TYPE_CHECKING:
+    from cronctl.views import shapes
     from cronctl.core.why import Verdict
     from cronctl.jobs.model import JobDefinition
     from cronctl.store.base import Reads
@@ -162,7 +163,7 @@ def _upstream(job: JobDefinition, planned: datetime, store: Reads, now: datetime
 
 
 def why_document(job: JobDefinition, verdict: Verdict, executions: list[Any]
-                 ) -> dict[str, Any]:
+                 ) -> shapes.Why:
     """``why --json``."""
     from cronctl.ids import occurrence_id
 
