@@ -17,7 +17,7 @@ import time
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from types import FrameType
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 

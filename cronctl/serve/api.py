@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 from cronctl import argtypes
 from cronctl.errors import NotFoundError
 from cronctl.serve.guard import audited, context, principal
-from cronctl.serve.schemas import INTEGERS, MAX_PAGE, documented
+from cronctl.serve.schemas import INTEGERS, documented
 from cronctl.views import actions, shapes
 from cronctl.views.history import decode_cursor, encode_cursor, history_document, read_history
 from cronctl.views.jobs import list_document, list_rows
@@ -29,7 +29,6 @@ from cronctl.views.logs import logs_document
 from cronctl.views.next import job_target, next_fires, parse_from, to_json
 from cronctl.views.status import collect
 from cronctl.views.why import decide, why_document
-
 
 router = APIRouter(prefix="/api/v1")
 DEFAULT_LIMIT = 20  # = cronctl history --limit

@@ -5,9 +5,9 @@ problem (``/api``) or an error page (the dashboard), never a traceback."""
 from __future__ import annotations
 
 import logging
-from http import HTTPStatus
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 

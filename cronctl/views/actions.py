@@ -9,16 +9,16 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cronctl.errors import CronctlError, UsageError
 from cronctl.views.common import execution_json, iso_z
 
 if TYPE_CHECKING:
-    from cronctl.views import shapes
     from cronctl.config import Config
     from cronctl.store.base import ExecutionRecord, NodeRecord, Requester, Store
     from cronctl.store.replay import Occurrence, Plan
+    from cronctl.views import shapes
 
 POLL = 0.05
 # The first looks at a request: a scheduler on this host, woken, starts it within ~10 ms.

@@ -7,15 +7,15 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cronctl.views.common import iso_z
 
 if TYPE_CHECKING:
-    from cronctl.views import shapes
     from cronctl.jobs.model import JobDefinition
     from cronctl.store.base import DeliveryFailures, Reads, ScheduleState
     from cronctl.store.records import ExecutionRecord
+    from cronctl.views import shapes
 
 _FAILING = ("failed", "dead_letter")
 _RECENT = 5  # newest rows read per job: a fire waiting for a slot has a pending row

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, overload
 
 if TYPE_CHECKING:
     from cronctl.config import Config
-    from cronctl.views import shapes
     from cronctl.store.base import ExecutionRecord, LogLine
+    from cronctl.views import shapes
 
 
 @overload

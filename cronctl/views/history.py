@@ -18,11 +18,11 @@ from cronctl.errors import UsageError
 from cronctl.views.common import execution_json, iso_z, require_job_defined
 
 if TYPE_CHECKING:
-    from cronctl.views import shapes
     from cronctl.config import Config
     from cronctl.jobs.model import ExecutionStatus
     from cronctl.store.base import ExecutionRecord, Reads
     from cronctl.store.records import SkipRecord
+    from cronctl.views import shapes
 
 
 SKIPPED = "skipped"

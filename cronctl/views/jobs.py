@@ -6,14 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from cronctl.views.common import iso_z, rows_json
 
 if TYPE_CHECKING:
-    from cronctl.views import shapes
     from cronctl.config import Config
     from cronctl.jobs.model import JobDefinition
+    from cronctl.views import shapes
 
 
 class JobStatusSource(Protocol):

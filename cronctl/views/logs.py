@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 from cronctl.views.common import execution_json, line_json
 
 if TYPE_CHECKING:
-    from cronctl.views import shapes
     from cronctl.store.base import ExecutionRecord, LogLine
+    from cronctl.views import shapes
 
 
 def logs_document(record: ExecutionRecord, lines: Sequence[LogLine]) -> shapes.Logs:

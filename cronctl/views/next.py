@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cronctl.cron import (
     CronSyntaxError,
@@ -20,8 +20,8 @@ from cronctl.errors import NotFoundError, UsageError
 from cronctl.views.common import iso_z
 
 if TYPE_CHECKING:
-    from cronctl.views import shapes
     from cronctl.jobs.model import JobDefinition
+    from cronctl.views import shapes
 
 _JOB_ID = re.compile(r"[A-Za-z0-9._-]{1,200}")
 MAX_COUNT = 1000

@@ -14,7 +14,9 @@ what pydantic needs to build a JSON Schema from the class.
 
 from __future__ import annotations
 
-from typing_extensions import NotRequired, TypedDict
+from typing import NotRequired
+
+from typing_extensions import TypedDict
 
 # --- executions and their log lines ---------------------------------------------------
 

@@ -12,18 +12,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cronctl.views.attention import Attention, attention
 from cronctl.views.common import iso_z
 
 if TYPE_CHECKING:
-    from cronctl.views import shapes
     from cronctl.cgroups import Containment
     from cronctl.config import Config
     from cronctl.jobs.model import JobDefinition
     from cronctl.store.base import ExecutionRecord, NodeRecord, Reads
     from cronctl.store.records import TriggerRequest
+    from cronctl.views import shapes
 
 
 HEARTBEAT_TTL_FACTOR = 3  # = runtime/scheduler.py: ttl = heartbeat_interval * 3

@@ -13,10 +13,10 @@ from cronctl.errors import UsageError
 from cronctl.views.common import execution_json, iso_z
 
 if TYPE_CHECKING:
-    from cronctl.views import shapes
     from cronctl.core.why import Verdict
     from cronctl.jobs.model import JobDefinition
     from cronctl.store.base import Reads
+    from cronctl.views import shapes
 
 _TICK = timedelta(microseconds=1)
 
