@@ -87,6 +87,9 @@ def validator(document: dict[str, Any], method: str, path: str) -> Any:
 
     schema = document["paths"][path][method]["responses"]["200"]["content"][
         "application/json"]["schema"]
+    # a named, closed shape: a free-form object would take any document
+    name = schema["$ref"].removeprefix("#/components/schemas/")
+    assert document["components"]["schemas"][name]["additionalProperties"] is False, name
     return Draft202012Validator({**schema, "components": document["components"]})
 
 
