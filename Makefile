@@ -10,7 +10,7 @@ DEV_STAMP := $(VENV)/.installed-dev
 # elsewhere with the same venv does not).
 RUN_SITE := .run-site
 
-.PHONY: run test chaos bench lint venv bytecode clean
+.PHONY: run test chaos bench house lint venv bytecode clean
 
 $(RUN_STAMP): pyproject.toml $(wildcard examples/*/pyproject.toml) $(wildcard examples/*/*/*.py)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -51,6 +51,11 @@ chaos: $(DEV_STAMP) bytecode
 
 bench: $(DEV_STAMP) bytecode
 	$(BIN)/python -m bench
+
+# The steady-state trace: the cronctl modules that run code while one command job and one
+# Python job fire every second, after READY (bench/house.py; about 20 s).
+house: $(DEV_STAMP) bytecode
+	$(BIN)/python -m bench.house
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check .

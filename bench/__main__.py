@@ -5,8 +5,8 @@ from __future__ import annotations
 import importlib
 import sys
 
-MODULES = ["bench_cron", "bench_validate", "bench_store", "bench_scheduler", "bench_retention",
-           "bench_fire_path", "bench_output", "bench_scale", "bench_serve"]
+MODULES = ["bench_cron", "bench_validate", "bench_store", "bench_scheduler", "bench_isolation",
+           "bench_retention", "bench_fire_path", "bench_output", "bench_scale", "bench_serve"]
 
 
 def main() -> None:

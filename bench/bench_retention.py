@@ -293,13 +293,14 @@ def scenario_lateness(url: str) -> dict[str, Any]:
     from cronctl.config import Config, RetentionSettings
     from cronctl.dispatch import default_dispatcher
     from cronctl.dispatch.interceptors import Interceptors
-    from cronctl.jobs.model import JobDefinition, PythonTarget
+    from cronctl.jobs.model import Isolation, JobDefinition, PythonTarget
     from cronctl.runtime import Scheduler
 
     store = open_store(url, node_id="bench")
     seed_minutes(store, [f"old-{i:03d}" for i in range(100)], T0, LATE_BACKLOG // 100)
     names = [f"tick-{i:03d}" for i in range(JOBS_LATE)]
     jobs = [JobDefinition(id=name, target=PythonTarget("bench.bench_retention", "noop"),
+                          isolation=Isolation.THREAD,
                           every=timedelta(seconds=1), tracked=True, max_attempts=1)
             for name in names]
     config = Config(path=None, base_dir=Path.cwd(), database=url, jobs_dir=Path.cwd(),

@@ -151,11 +151,12 @@ def _cronctl(database: str, jobs: list[Any], tracked: bool) -> tuple[Any, Any, f
 
 def _job(i: int, handler: str, tracked: bool, *, every: float | None = None,
          cron: str | None = None, anchor_ms: int = 0) -> Any:
-    from cronctl.jobs.model import EPOCH, JobDefinition, PythonTarget
+    from cronctl.jobs.model import EPOCH, Isolation, JobDefinition, PythonTarget
 
     return JobDefinition(
         id=f"job-{i:05d}",
         target=PythonTarget("bench.bench_scheduler", handler),
+        isolation=Isolation.THREAD,
         cron=cron,
         every=None if every is None else timedelta(seconds=every),
         anchor=EPOCH + timedelta(milliseconds=anchor_ms),

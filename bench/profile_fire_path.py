@@ -43,10 +43,11 @@ from bench._support import NoPostgres, postgres_database
 
 
 def _jobs(n: int, instant: datetime, tracked: bool) -> list[Any]:
-    from cronctl.jobs.model import JobDefinition, PythonTarget
+    from cronctl.jobs.model import Isolation, JobDefinition, PythonTarget
 
     cron = f"{instant.second} {instant.minute} {instant.hour} * * *"
     return [JobDefinition(id=f"j{i:05d}", target=PythonTarget("bench._probe", "probe"),
+                          isolation=Isolation.THREAD,
                           cron=cron, tracked=tracked, max_attempts=1) for i in range(n)]
 
 

@@ -29,10 +29,11 @@ from bench.profile_fire_path import _profile_threads, _thread_cpu
 
 
 def _jobs(n: int) -> list[Any]:
-    from cronctl.jobs.model import JobDefinition, PythonTarget
+    from cronctl.jobs.model import Isolation, JobDefinition, PythonTarget
 
     hour = (datetime.now(UTC).hour + 12) % 24
     return [JobDefinition(id=f"j{i:05d}", target=PythonTarget("bench._probe", "probe"),
+                          isolation=Isolation.THREAD,
                           cron=f"{i % 60} {i // 60 % 60} {(hour + i // 3600) % 24} * * *",
                           tracked=True, max_attempts=1) for i in range(n)]
 

@@ -47,7 +47,7 @@ def steps(n: int, gc_mode: str) -> list[tuple[str, float]]:
     from cronctl.dispatch.interceptors import Interceptors
     from cronctl.dispatch.logbuffer import LogFlusher
     from cronctl.dispatch.python import PythonDispatcher
-    from cronctl.jobs.model import ExecutionStatus, JobDefinition, PythonTarget
+    from cronctl.jobs.model import ExecutionStatus, Isolation, JobDefinition, PythonTarget
     from cronctl.runtime.fire.firing import Firing
     from cronctl.runtime.fire.records import Ready
     from cronctl.runtime.health import DatabaseHealth
@@ -57,6 +57,7 @@ def steps(n: int, gc_mode: str) -> list[tuple[str, float]]:
 
     instant = datetime(2030, 1, 1, 8, 0, 0, tzinfo=UTC)
     jobs = [JobDefinition(id=f"j{i:05d}", target=PythonTarget("bench._probe", "probe"),
+                          isolation=Isolation.THREAD,
                           cron="0 0 8 * * *", tracked=False, max_attempts=1)
             for i in range(n)]
     rows: list[tuple[str, float]] = []

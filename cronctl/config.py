@@ -75,7 +75,7 @@ class Config:
     clock_skew_limit: timedelta = timedelta(minutes=5)
     auto_migrate: bool = True
     output_limit: int = DEFAULT_OUTPUT_LIMIT  # bytes of output each execution keeps
-    isolation: str = "thread"  # where python:/service: jobs run unless they say
+    isolation: str = "process"  # where python:/service: jobs run unless they say
     # Extra directories python: targets and service packages (entry points) load from.
     python_path: tuple[Path, ...] = ()
     retention: RetentionSettings = RetentionSettings()

@@ -6,6 +6,18 @@ from __future__ import annotations
 import hashlib
 from datetime import UTC, datetime
 
+# The mark of an occurrence two of whose attempts ran at the same time (a node that went on
+# running after it was taken over): on the lost row's error, the anomaly event's reason
+# and the kind of cronctl_anomalies_total (docs/liveness.md).
+CONCURRENT_AFTER_PARTITION = "concurrent_after_partition"
+
+
+def anomaly_of(error: str | None) -> str | None:
+    """The anomaly an execution's error marks, if any."""
+    if error is not None and CONCURRENT_AFTER_PARTITION + ":" in error:
+        return CONCURRENT_AFTER_PARTITION
+    return None
+
 
 def utc_iso(instant: datetime) -> str:
     """Fixed-width UTC ISO 8601 with microseconds and ``Z``: ``2026-03-08T07:00:00.000000Z``.
@@ -30,4 +42,4 @@ def occurrence_id(job_id: str, planned_at: datetime) -> str:
     return digest[:32]
 
 
-__all__ = ["occurrence_id", "utc_iso"]
+__all__ = ["CONCURRENT_AFTER_PARTITION", "anomaly_of", "occurrence_id", "utc_iso"]

@@ -25,6 +25,7 @@ from cronctl.dispatch.base import (
 from cronctl.dispatch.command import CommandDispatcher
 from cronctl.dispatch.interceptors import Interceptors
 from cronctl.dispatch.logbuffer import MAX_LINES_PER_EXECUTION
+from cronctl.dispatch.pool import ProcessPool
 from cronctl.dispatch.procenv import WORKER_INSECURE, WORKER_PATH, WORKER_PAYLOAD
 from cronctl.dispatch.python import PythonDispatcher, ServiceResolver
 from cronctl.dispatch.relay import Relay, Staged
@@ -56,9 +57,13 @@ class RoutingDispatcher:
     """Commands (and process-isolated Python jobs) to a :class:`CommandDispatcher`,
     Python targets to a :class:`PythonDispatcher`."""
 
-    def __init__(self, commands: CommandDispatcher, python: PythonDispatcher) -> None:
+    def __init__(self, commands: CommandDispatcher, python: PythonDispatcher,
+                 pool: ProcessPool | None = None) -> None:
         self.commands = commands
         self.python = python
+        # Process-isolated Python attempts: warm workers (without a pool, a fresh
+        # ``python -m cronctl.dispatch.worker`` per attempt through the commands).
+        self.pool = pool
 
     def resolve(self, job: JobDefinition) -> None:
         if isinstance(job.target, CommandTarget):
@@ -72,6 +77,8 @@ class RoutingDispatcher:
         if isinstance(request.job.target, CommandTarget):
             return self.commands.start(request, sink, on_done)
         if not in_process(request.job):
+            if self.pool is not None:
+                return self.pool.start(request, sink, on_done)
             worker = WorkerSink(sink)  # the records' levels, the exception's last line
             return self.commands.start(as_process(request), worker, worker.done(on_done))
         return self.python.start(request, sink, on_done)
@@ -90,6 +97,8 @@ class RoutingDispatcher:
     def shutdown(self, wait: bool = True) -> None:
         """``wait=True``: wait for running attempts to finish. ``wait=False``: kill running
         commands (no child outlives the scheduler) and stop waiting for Python handlers."""
+        if self.pool is not None:
+            self.pool.shutdown(wait)
         self.commands.shutdown(wait)
         self.python.shutdown(wait)
 
@@ -111,11 +120,15 @@ def default_dispatcher(
     prepares it: :mod:`cronctl.cgroups`), gives each command attempt a cgroup under it."""
     if interceptors is None:
         interceptors = Interceptors.load()
+    commands = CommandDispatcher(interceptors=interceptors, max_lines=max_log_lines,
+                                 scope=scope,
+                                 cgroups=Base(cgroup) if cgroup.startswith("/") else None)
     return RoutingDispatcher(
-        CommandDispatcher(interceptors=interceptors, max_lines=max_log_lines, scope=scope,
-                          cgroups=Base(cgroup) if cgroup.startswith("/") else None),
+        commands,
         PythonDispatcher(max_workers, interceptors=interceptors,
                          service_resolver=service_resolver, max_lines=max_log_lines),
+        ProcessPool(max_workers, interceptors=interceptors, max_lines=max_log_lines,
+                    supervisor=lambda: commands.supervisor),
     )
 
 

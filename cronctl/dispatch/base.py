@@ -51,6 +51,9 @@ class Outcome:
     # may not be executed): the failure ends the occurrence, no retry.
     retryable: bool = True
     usage: ResourceUsage | None = None  # a command's figures from ``wait4``
+    # Seconds before this outcome was reported that the attempt really ended (a group the
+    # supervisor killed while the scheduler was frozen: docs/liveness.md).
+    ended_ago: float = 0.0
 
 
 class LogSink(Protocol):

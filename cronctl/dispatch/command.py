@@ -6,8 +6,7 @@ unless the job says ``shell = true``. The reactor thread owns every child: it sp
 through one selector, sends signals, and reaps it. Doing all signalling and reaping on
 one thread means a pid is never signalled after it was reaped (and possibly reused).
 
-Exit is noticed through a pidfd (Linux ≥ 5.3) registered in the same selector; where
-that is unavailable the reactor polls its children every few milliseconds instead.
+Exit is noticed through a pidfd (Linux ≥ 5.3) in the same selector, else by polling.
 
 When the group leader exits, whatever else is still in its process group is killed
 (``SIGKILL``) before the leader is reaped, while its pid still pins the group id: a
@@ -72,7 +71,7 @@ from cronctl.dispatch.procenv import (
     unsent_kill_text,
 )
 from cronctl.dispatch.sandbox import SandboxError, child_setup, switch_for
-from cronctl.dispatch.supervisor import Supervisor
+from cronctl.dispatch.supervisor import Supervisor, ended_by_then
 from cronctl.jobs.model import CommandTarget, ExecutionStatus, JobDefinition
 
 log = logging.getLogger("cronctl.dispatch")
@@ -382,10 +381,10 @@ class _Reactor:
             if (returncode == -signal.SIGKILL and supervisor is not None
                     and supervisor.silent_since(child.started_at)):
                 error = (f"killed by SIGKILL from the supervisor: this scheduler had no "
-                         f"heartbeat accepted for more than {supervisor.limit:g}s")
+                         f"heartbeat accepted for more than {supervisor.doubt:g}s")
             outcome = Outcome(ExecutionStatus.FAILED, error=error, exit_code=returncode,
                               usage=usage)
-        self._complete(child, outcome)
+        self._complete(child, ended_by_then(outcome, self.supervisor, child.started_at))
 
     def _end_escapees(self, child: _Child) -> None:
         """What the attempt started outside its process group (``setsid``) ends with it
@@ -465,20 +464,21 @@ class CommandDispatcher:
                 self._reactor.cgroups = self._cgroups
             return self._reactor
 
-    def supervise(self, limit: float) -> None:
-        """From now on, a :class:`Supervisor` ends every command's process group when
-        :meth:`beat` was not called for ``limit`` seconds (or this process is gone)."""
+    def supervise(self, limit: float, doubt: float | None = None,
+                  restart: float | None = None) -> None:
+        """From now on, a :class:`Supervisor` ends every command's process group when this
+        node's liveness went unconfirmed for its limits (see :class:`Supervisor`), or this
+        process is gone."""
         with self._lock:
             if self._supervisor is None and not self._closed:
-                self._supervisor = Supervisor(limit)
+                self._supervisor = Supervisor(limit, doubt, restart)
             if self._reactor is not None:
                 self._reactor.supervisor = self._supervisor
 
-    def beat(self) -> None:
-        """The scheduler's heartbeat was accepted: the supervisor waits ``limit`` again."""
-        supervisor = self._supervisor
-        if supervisor is not None:
-            supervisor.beat()
+    @property
+    def supervisor(self) -> Supervisor | None:
+        """The supervisor once :meth:`supervise` started it: the heartbeat tells it."""
+        return self._supervisor
 
     @property
     def running(self) -> int:

@@ -81,7 +81,7 @@ class BuildContext:
     base_dir: Path = field(default_factory=Path.cwd)
     check_targets: bool = True
     output_limit_default: int = DEFAULT_OUTPUT_LIMIT  # [scheduler] output_limit
-    isolation_default: Isolation = Isolation.THREAD  # [scheduler] isolation
+    isolation_default: Isolation = Isolation.PROCESS  # [scheduler] isolation
     calendars: Mapping[str, Calendar] = field(default_factory=dict)
     bad_calendars: frozenset[str] = frozenset()  # defined, but invalid (reported there)
 
@@ -235,6 +235,11 @@ def build_job(raw: RawJob, ctx: BuildContext) -> BuildResult:
     mode: Mode = conv.get("mode", Mode.EVERY_INSTANCE)
     overlap: OverlapPolicy = conv.get("overlap_policy", OverlapPolicy.SKIP)
     if mode is Mode.SINGLE_INSTANCE:
+        if (not isinstance(target, CommandTarget) and target is not None
+                and conv.get("isolation", ctx.isolation_default) is Isolation.THREAD):
+            warning("isolation" if "isolation" in values else "mode",
+                    "isolation = \"thread\" may run beside its retry after a freeze; call "
+                    "ctx.still_owner() before side effects")
         if ctx.memory_database:
             violation("mode", "single_instance needs a database, but database = \"none\" "
                               "keeps state in memory; configure SQLite or PostgreSQL")

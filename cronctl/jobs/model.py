@@ -241,8 +241,9 @@ class JobDefinition:
     late_after: timedelta | None = None  # not started this long after planned: "late"
     # Output kept per execution (SPEC section 9): the first and the last half of it.
     output_limit: int = DEFAULT_OUTPUT_LIMIT
-    # python:/service: targets: in the scheduler (thread) or a process of their own
-    isolation: Isolation = Isolation.THREAD
+    # python:/service: targets: a process of their own (killable like a command, the
+    # default) or the scheduler's threads (at-least-once under a freeze: docs/liveness.md)
+    isolation: Isolation = Isolation.PROCESS
     # Running longer than this raises "long_running"; AUTO_LONG_RUNNING: from its history.
     long_running_after: timedelta | str | None = None
     notify: NotifySpec | None = None  # the job's own notify table (over the global one)

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from cronctl.jobs.violation import did_you_mean
 
 EVENTS = ("succeeded", "failed", "dead_letter", "abandoned", "cancelled", "recovered",
-          "missed", "skipped", "late", "long_running", "fenced")
+          "missed", "skipped", "late", "long_running", "fenced", "anomaly")
 DEFAULT_ON = ("dead_letter", "abandoned", "missed", "recovered")
 NOTIFY_KEYS = ("on", "webhook", "headers", "command", "mail", "smtp")
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP header name (RFC 9110)

@@ -30,6 +30,6 @@ class JobSettings:
     memory_database: bool = False
     tracked_default: bool = True
     output_limit_default: int = 1024 * 1024  # [scheduler] output_limit
-    isolation_default: str = "thread"  # [scheduler] isolation (Python targets)
+    isolation_default: str = "process"  # [scheduler] isolation (Python targets)
     python_path: tuple[Path, ...] = ()
     calendar_tables: tuple[RawCalendar, ...] = ()  # cronctl.toml's [calendars.NAME]

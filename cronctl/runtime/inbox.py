@@ -25,6 +25,7 @@ class Done(NamedTuple):
 
     key: ExecKey | Staged
     outcome: Outcome
+    at: datetime | None = None  # when it ended (the scheduler may hear of it much later)
 
 
 class WaitersLanded(NamedTuple):

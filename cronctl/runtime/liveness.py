@@ -27,7 +27,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from cronctl import processes
 from cronctl.dispatch import escapees
@@ -111,7 +111,7 @@ class Liveness:
         clock: Callable[[], datetime], jobs: Callable[[], Mapping[str, JobDefinition]],
         heartbeat: Callable[[], None], recover: Recover,
         unavailable: Callable[[StoreUnavailable], None],
-        down: Callable[[], bool], scope: str = "",
+        down: Callable[[], bool], scope: str = "", why: dict[int, str] | None = None,
     ) -> None:
         self.store = store
         self.node_id = node_id
@@ -127,6 +127,10 @@ class Liveness:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="cronctl-liveness",
                                         daemon=True)
+        # The heartbeat on a thread of its own: a node check stuck on a frozen path never
+        # holds back the beat that tells the supervisor so (docs/liveness.md).
+        self._beater = threading.Thread(target=self._beat, name="cronctl-heartbeat",
+                                        daemon=True)
         self._handed: dict[int, float] = {}  # execution id -> monotonic time handed over
         self._ending: set[int] = set()  # rows whose process group is being ended
         self._guard = threading.Lock()
@@ -137,17 +141,23 @@ class Liveness:
         self._previous: datetime | None = None
         self._checks = 0
         self._failing = False
+        # Execution id -> what is known of why its node was taken over (the lost row's
+        # error, see lost_reason): filled before the rows are handed over, shared with
+        # the scheduler thread that closes them (Firing.lost_why).
+        self.why: dict[int, str] = {} if why is None else why
         self.homes = Homes(node_id)  # who tries a single_instance job's instants first
 
     # --- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> None:
+        self._beater.start()
         self._thread.start()
 
     def stop(self) -> None:
         self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(10.0)
+        for thread in (self._beater, self._thread):
+            if thread.is_alive():
+                thread.join(10.0)
 
     def handed(self, rows: Iterable[ExecutionRecord]) -> None:
         """Rows recovery has already been given (at start-up)."""
@@ -157,18 +167,19 @@ class Liveness:
 
     # --- the thread ------------------------------------------------------------------------
 
-    def _run(self) -> None:
-        next_beat = next_check = time.monotonic()
+    def _beat(self) -> None:
+        next_beat = time.monotonic()
         while not self._stop.is_set():
-            mono = time.monotonic()
-            if mono >= next_beat:
-                next_beat = mono + self.beat_every
-                self._guarded("heartbeat", self._heartbeat)
-            if mono >= next_check:
-                next_check = mono + CHECK_INTERVAL
-                if not self._down():
-                    self._guarded("node check", self.check)
-            self._stop.wait(max(min(next_beat, next_check) - time.monotonic(), 0.0))
+            next_beat = max(next_beat + self.beat_every, time.monotonic())
+            self._guarded("heartbeat", self._heartbeat)
+            self._stop.wait(max(next_beat - time.monotonic(), 0.0))
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            next_check = time.monotonic() + CHECK_INTERVAL
+            if not self._down():
+                self._guarded("node check", self.check)
+            self._stop.wait(max(next_check - time.monotonic(), 0.0))
 
     def _guarded(self, what: str, fn: Callable[[], object]) -> None:
         try:
@@ -265,6 +276,8 @@ class Liveness:
         ready: list[ExecutionRecord] = []
         ends: dict[int, datetime] = {}
         for r in rows:
+            if r.status is ExecutionStatus.RUNNING and r.node_id in dead:
+                self.why[r.id] = self.lost_reason(dead[r.node_id], now)
             if r.status is ExecutionStatus.RUNNING:
                 _end_escaped(r, self.scope)  # (its process group is ended below, or is gone)
             if r.status is ExecutionStatus.RUNNING and self._owned(r):
@@ -278,6 +291,20 @@ class Liveness:
                 ends[r.id] = self.ended_at(r, dead.get(r.node_id), now)
         if ready:
             self._recover(ready, ends)
+
+    def lost_reason(self, node: NodeRecord, now: datetime) -> str:
+        """The error of an attempt taken over from ``node``: what is known, by the rule that
+        judged it dead (docs/liveness.md), never a guess about its outcome."""
+        seen = node.heartbeat_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        if self.store.beat_interval is None:  # SQLite: its process is gone
+            return (f"lost: node {node.node_id}'s scheduler stopped (last heartbeat {seen}); "
+                    "its outcome is unknown")
+        if now - node.heartbeat_at >= self.ttl:
+            return (f"lost: node {node.node_id} sent no heartbeat since {seen} (more than the "
+                    f"{self.ttl.total_seconds():g}s lease: frozen, or its database path "
+                    "silent); its outcome is unknown")
+        return (f"lost: node {node.node_id} lost the database at {seen} (its session and lock "
+                "ended: killed, crashed or cut off); its outcome is unknown")
 
     def ended_at(self, r: ExecutionRecord, node: NodeRecord | None, now: datetime) -> datetime:
         """When an interrupted attempt whose process is already gone ended: the last

@@ -35,6 +35,7 @@ from cronctl.config import format_listen
 from cronctl.core import CloseInterrupted, JobState, Missed, Skip, SkipReason, schedule_for
 from cronctl.core.timing import ScheduleLike
 from cronctl.errors import ConfigError, first_line
+from cronctl.ids import anomaly_of
 from cronctl.jobs.model import ExecutionStatus, JobDefinition
 from cronctl.listen import is_loopback
 from cronctl.runtime.fire.records import Run
@@ -94,6 +95,10 @@ class Metrics:
         self._store_up = Gauge("cronctl_store_up", "1 while the store is reachable.",
                                registry=r)
         self._store_up.set_function(lambda: 1.0 if store_up() else 0.0)
+        self._anomalies = Counter("cronctl_anomalies_total",
+                                  "Occurrences marked as an anomaly, per kind "
+                                  "(concurrent_after_partition: docs/liveness.md).",
+                                  ["kind"], registry=r)
         self.notify_failures = Counter("cronctl_notify_failures_total",
                                        "Notifications not delivered after every try.",
                                        registry=r)
@@ -186,7 +191,9 @@ class Metrics:
         self._skip(a.job_id, a.reason.value, getattr(a, "count", 1))
 
     def fenced(self, row: ExecutionRecord, status: ExecutionStatus, at: datetime) -> None:
-        return None
+        kind = anomaly_of(row.error)
+        if kind is not None:
+            self._anomalies.labels(kind).inc()
 
     def missed(self, a: Missed) -> None:
         if a.dropped:

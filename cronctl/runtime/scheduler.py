@@ -120,9 +120,9 @@ class Scheduler:
                    float("inf") if store.beat_interval is None else store.beat_interval)
         self.liveness = Liveness(
             store, node_id=config.node_id, ttl=self._ttl, beat_every=beat, clock=self.clock,
-            jobs=lambda: {j.id: j for j in self._jobs},
-            heartbeat=supervised(self.dispatcher, store, self._ttl, beat,
-                                 self.clocks.beating(self.polls.heartbeat)),
+            jobs=lambda: {j.id: j for j in self._jobs}, why=self.firing.lost_why,
+            heartbeat=self.clocks.beating(supervised(self.dispatcher, store, config.node_id,
+                                                     self._ttl, beat, self.polls.heartbeat)),
             recover=lambda rows, ends: self._inbox.put(Recover(rows, ends)),
             unavailable=self.health.failed, down=lambda: self.health.down, scope=self.scope)
         f = self.firing
@@ -344,7 +344,7 @@ class Scheduler:
         """One inbox message; returns the grace (seconds, -1 for the default) on stop."""
         try:
             if type(msg) is Done:  # the most frequent by far
-                self.firing.on_done(msg.key, msg.outcome)
+                self.firing.on_done(msg.key, msg.outcome, msg.at)
             elif isinstance(msg, WaitersLanded):
                 self.firing.landed()
             elif isinstance(msg, Stop):

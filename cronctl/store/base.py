@@ -4,25 +4,21 @@ its roles (each a Protocol with its invariant: :class:`Reads`, :class:`Triggers`
 :class:`~cronctl.store.upkeep.Upkeep` in their modules). A caller that needs one role
 takes that role; :class:`Store` is all of them.
 
-This module is import-light on purpose (no SQLAlchemy): the scheduler, the runtime and
-the fast CLI commands import it without opening a database. The records it speaks in
-are in :mod:`cronctl.store.records`; the implementation is :class:`cronctl.store.sql.SqlStore`.
+Import-light on purpose (no SQLAlchemy): the runtime and the fast CLI commands import it
+without opening a database. Its records are in :mod:`cronctl.store.records`; the
+implementation is :class:`cronctl.store.sql.SqlStore`.
 
 Conventions every implementation keeps:
 
-- Every datetime passed in is *aware*; every datetime returned is aware UTC and equal,
-  to the microsecond, to what was stored. A naive datetime is a bug and raises
-  ``ValueError``.
-- The store never reads the clock on its own. Methods that stamp bookkeeping columns
-  take ``now``; where ``now`` is optional and omitted, the store uses the current UTC
-  time for that bookkeeping column only (never for a decision).
+- Every datetime passed in is *aware* (a naive one raises ``ValueError``); every one
+  returned is aware UTC and equal, to the microsecond, to what was stored.
+- The store never reads the clock on its own for a decision: methods that stamp
+  bookkeeping columns take ``now`` (omitted where optional: the current UTC time).
 - Every method is atomic on its own: it either happens completely or not at all.
 - Failures the user can act on raise :class:`cronctl.errors.StoreError` (or a subclass
-  in :mod:`cronctl.store.records`) whose message names the database (password
-  redacted) and what to do.
-  :class:`StoreUnavailable` marks a transient loss of the database: retry later.
-- Methods are safe to call from several threads; several processes (and, on
-  PostgreSQL, several nodes) may share one database.
+  in :mod:`cronctl.store.records`) naming the database (password redacted) and what to
+  do; :class:`StoreUnavailable` marks a transient loss of the database: retry later.
+- Methods are thread-safe; processes (on PostgreSQL, nodes) may share one database.
 """
 
 from __future__ import annotations
@@ -334,6 +330,13 @@ class Liveness(Protocol):
         the id over after this one was judged dead): stop, or re-register."""
         ...
 
+    def lock_evidence(self, node_id: str) -> tuple[bool, bool]:
+        """PostgreSQL: whether the last :meth:`heartbeat` of ``node_id`` was stamped on the
+        session that holds its lock (it confirmed the node's liveness), and whether a
+        connection was refused since because the server is starting up or shutting down
+        (proof of a restart, see docs/liveness.md). ``(False, False)`` on SQLite."""
+        ...
+
     def server_now(self) -> datetime | None:
         """The database server's clock, read now (PostgreSQL: one round trip), the one
         reference of every node's wall clock; None on SQLite, whose clock is this host's
@@ -400,8 +403,8 @@ class Audit(Protocol):
 
 
 class ApiSessions(Protocol):
-    """The dashboard's browser sessions (``cronctl serve``), shared by every replica: a
-    row per live session, keyed by the sha256 of its random id; logout deletes it."""
+    """``cronctl serve``'s browser sessions, shared by every replica: a row per live
+    session, keyed by the sha256 of its random id; logout deletes it."""
 
     def open_api_session(self, *, id_digest: str, token_name: str, token_digest: str,
                          created_at: datetime, expires_at: datetime,
@@ -431,8 +434,7 @@ class Requester(Reader, TriggerQueue, Protocol):
     the full store and :class:`cronctl.store.reader.DbReader` are each one."""
 
 
-class Store(FirePath, Reads, Triggers, Liveness, Upkeep, Audit, ApiSessions,
-            Protocol):
+class Store(FirePath, Reads, Triggers, Liveness, Upkeep, Audit, ApiSessions, Protocol):
     """The durable state of cronctl: every role. See the module docstring for the
     conventions every method keeps."""
 

@@ -85,13 +85,17 @@ class Executions(SqlConnection):
         with self._raw_write() as cur:
             return self._raw.transitions(cur, changes)
 
-    def record_fenced(self, execution_id: int, status: ExecutionStatus, at: datetime) -> bool:
+    def record_fenced(self, execution_id: int, status: ExecutionStatus, at: datetime, *,
+                      error: str | None = None) -> bool:
+        values: dict[str, object] = {"fenced_status": ExecutionStatus(status).value,
+                                     "fenced_at": require_aware(at, "at")}
+        if error is not None:
+            values["error"] = error
         with self._write() as conn:
             result = conn.execute(
                 sa.update(job_executions)
                 .where(X.id == execution_id, X.fenced_status.is_(None))
-                .values(fenced_status=ExecutionStatus(status).value,
-                        fenced_at=require_aware(at, "at")))
+                .values(**values))
         return bool(result.rowcount == 1)
 
     def get_execution(self, execution_id: int) -> ExecutionRecord | None:

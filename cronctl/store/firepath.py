@@ -154,11 +154,14 @@ class FirePath(Protocol):
         transaction (a refused one releases nothing: they may be another claimant's)."""
         ...
 
-    def record_fenced(self, execution_id: int, status: ExecutionStatus, at: datetime) -> bool:
+    def record_fenced(self, execution_id: int, status: ExecutionStatus, at: datetime, *,
+                      error: str | None = None) -> bool:
         """Keep ``status``, a final status the store refused as stale (the attempt was
         taken over, SPEC section 4), beside the row's own: ``fenced_status`` and
-        ``fenced_at``. The first one kept stays; the row's status never changes. False
-        when there is no such row or one was kept already."""
+        ``fenced_at`` (when it really ended); ``error``, when given, replaces the row's
+        error in the same write (what was learnt: an overlap with the next attempt). The
+        first one kept stays; the row's status never changes. False when there is no such
+        row or one was kept already."""
         ...
 
     # --- guard locks (cluster-wide serial groups and single_instance overlap) ----------

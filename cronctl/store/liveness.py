@@ -71,6 +71,9 @@ class NodeLock:
         self.node_id = node_id
         self._lock = threading.Lock()
         self._conn: Connection | None = None
+        # A connection refused since the last statement that ran here, because the server
+        # is starting up or shutting down: proof that it restarts (docs/liveness.md).
+        self.restart_seen = False
 
     def hold(self) -> bool:
         """Make sure the lock is held (re-connecting and re-taking it after the connection
@@ -91,7 +94,9 @@ class NodeLock:
                 assert self._conn is not None
                 try:
                     with translated(self._url):
-                        return int(self._conn.execute(statement, params or {}).rowcount)
+                        count = int(self._conn.execute(statement, params or {}).rowcount)
+                    self.restart_seen = False
+                    return count
                 except StoreUnavailable:
                     self._drop()
                     if last:
@@ -116,7 +121,11 @@ class NodeLock:
     def _take(self) -> bool:
         self._drop()
         with translated(self._url):
-            conn = self._engine.connect()
+            try:
+                conn = self._engine.connect()
+            except sa.exc.DBAPIError as error:
+                self.restart_seen = self.restart_seen or restarting(error)
+                raise
             try:
                 take = f"SELECT pg_try_advisory_lock({PG_NODE_KEY.format(':k')})"
                 got = conn.execute(sa.text(take), {"k": self.node_id}).scalar()
@@ -139,6 +148,21 @@ class NodeLock:
                 conn.close()
 
 
+_RESTARTING = ("the database system is starting up", "the database system is shutting down",
+               "the database system is in recovery mode",
+               "the database system is not yet accepting connections")
+
+
+def restarting(error: BaseException) -> bool:
+    """Whether a failed connection attempt was refused by a server that is starting up or
+    shutting down (SQLSTATE 57P03): only the server says so, a cut path never does."""
+    orig = getattr(error, "orig", error)
+    if getattr(orig, "sqlstate", None) == "57P03":
+        return True
+    text = str(orig)
+    return any(phrase in text for phrase in _RESTARTING)
+
+
 def lock_engine(url: sa.engine.URL) -> Engine:
     """The engine of the node lock sessions: no pool, autocommit."""
     return sa.create_engine(
@@ -146,6 +170,6 @@ def lock_engine(url: sa.engine.URL) -> Engine:
         connect_args=session_args("cronctl-node", user_options(url)))
 
 
-__all__ = ["BEAT_INTERVAL", "LOCK_GRACE", "NodeLock", "PG_RELEASE_STALE",
+__all__ = ["BEAT_INTERVAL", "LOCK_GRACE", "NodeLock", "PG_RELEASE_STALE", "restarting",
            "PG_RELEASE_STALE_WAITERS",
            "RESTART_GRACE", "dead_here", "lock_engine", "pg_params"]

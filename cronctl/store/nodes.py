@@ -72,6 +72,7 @@ class Nodes(SqlConnection):
         self._locks_guard = threading.Lock()
         self._node_locks: dict[str, NodeLock] = {}  # PostgreSQL: the nodes registered here
         self._lock_engine: Engine | None = None
+        self._beat_locked: dict[str, bool] = {}  # node -> last stamp on its lock's session
 
     @property
     def beat_interval(self) -> float | None:
@@ -166,8 +167,10 @@ class Nodes(SqlConnection):
             if lock is not None:
                 # On the lock's own session: a dropped connection is opened again and the
                 # lock re-taken first.
+                self._beat_locked[node_id] = False
                 stamped = lock.execute(stamp)
                 if stamped >= 0:
+                    self._beat_locked[node_id] = stamped == 1
                     return stamped == 1
                 # Another session holds the lock: another process took the id (its row
                 # says so: the host/pid check fails), or the server still keeps this
@@ -178,6 +181,13 @@ class Nodes(SqlConnection):
         with self._write() as conn:
             result = conn.execute(q.values(heartbeat_at=when))
         return result.rowcount == 1
+
+    def lock_evidence(self, node_id: str) -> tuple[bool, bool]:
+        with self._locks_guard:
+            lock = self._node_locks.get(node_id)
+        if lock is None:
+            return False, False
+        return self._beat_locked.get(node_id, False), lock.restart_seen
 
     def server_now(self) -> datetime | None:
         if not self._pg:

@@ -98,7 +98,7 @@ PG_HELD = (
     "WHERE locktype = 'advisory' AND objsubid = 1 AND granted "
     "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))"
 )
-LOCK_GRACE = timedelta(seconds=1.5)
+LOCK_GRACE = timedelta(seconds=2)  # the numbers: docs/liveness.md
 RESTART_GRACE = timedelta(seconds=5)
 
 

@@ -80,11 +80,12 @@ def rows_json(key: str, rows: Sequence[Mapping[str, object]]) -> str:
 
 def fenced_note(record: ExecutionRecord) -> str | None:
     """What ``history`` and ``why`` say of a final status refused as stale (SPEC section
-    4): ``attempt 1 on node-a: succeeded after its lease expired; not counted``."""
+    4): ``attempt 1 on node-a: succeeded after another node took the attempt over; not
+    counted``."""
     if record.fenced_status is None:
         return None
     return (f"attempt {record.attempt} on {record.node_id}: {record.fenced_status.value} "
-            "after its lease expired; not counted")
+            "after another node took the attempt over; not counted")
 
 
 def line_json(line: LogLine) -> shapes.LogLine:

@@ -66,6 +66,8 @@ class FreezableProxy:
         self.port = 0
         self._loop = asyncio.new_event_loop()
         self._flowing = asyncio.Event()
+        self._cut = False  # (cut: every connection closed, new ones refused)
+        self._writers: set[asyncio.StreamWriter] = set()
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, name="nemesis-proxy", daemon=True)
         self._thread.start()
@@ -87,12 +89,16 @@ class FreezableProxy:
         self._loop.close()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._cut:
+            writer.close()
+            return
         await self._flowing.wait()
         try:
             up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream)
         except OSError:
             writer.close()
             return
+        self._writers |= {writer, up_writer}
         await asyncio.gather(self._pump(reader, up_writer), self._pump(up_reader, writer),
                              return_exceptions=True)
 
@@ -103,6 +109,7 @@ class FreezableProxy:
                 writer.write(data)
                 await writer.drain()
         finally:
+            self._writers.discard(writer)
             with contextlib.suppress(Exception):
                 writer.close()
 
@@ -110,7 +117,20 @@ class FreezableProxy:
         self._loop.call_soon_threadsafe(self._flowing.clear)
 
     def resume(self) -> None:
+        self._cut = False
         self._loop.call_soon_threadsafe(self._flowing.set)
+
+    def cut(self) -> None:
+        """Close every connection (both ends see it closed: the server drops the
+        sessions, and their locks) and refuse new ones until :meth:`resume`."""
+        def close_all() -> None:
+            self._cut = True
+            for writer in list(self._writers):
+                with contextlib.suppress(Exception):
+                    writer.transport.abort()
+            self._writers.clear()
+
+        self._loop.call_soon_threadsafe(close_all)
 
     def close(self) -> None:
         self.resume()
@@ -125,8 +145,9 @@ class SmallDisk:
     def __init__(self, path: Path, size: str = "8m") -> None:
         self.path = path
         path.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
-                       check=True, capture_output=True, timeout=10)
+        # mode 0755: tmpfs's default 1777 is a state directory run refuses (docs/trust.md)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs",
+                        str(path)], check=True, capture_output=True, timeout=10)
         self.filler = path / "filler"
 
     def fill(self) -> int:

@@ -111,3 +111,53 @@ def test_a_supervisor_frozen_past_its_limit_ends_groups_despite_late_beats() -> 
         if proc.poll() is None:
             proc.kill()
         proc.wait(5)
+
+
+def test_a_beat_under_way_brings_the_short_limit_counted_from_its_send() -> None:
+    """The lease limit (60 s here) holds only while the last beat confirmed the lock and
+    none is under way; a beat that does not land (a frozen path) ends the groups at the
+    short limit, counted from when the last accepted beat was sent (docs/liveness.md)."""
+    sup = Supervisor(60.0, doubt=0.8)
+    kept, ended = group(), group()
+    try:
+        sup.started(ended.pid)
+        time.sleep(0.5)  # (the supervisor counts from its own start at first)
+        sup.beat(time.monotonic() - 0.3)  # sent 0.3 s ago, accepted now
+        sup.beating()  # ... and the next one never lands
+        waited = gone(ended, 3.0)
+        assert waited is not None and 0.3 < waited < 0.8, waited
+        sup.started(kept.pid)  # a frozen scheduler: no beat under way, the long limit
+        sup.beat()
+        assert gone(kept, 1.5) is None
+    finally:
+        sup.close()
+        for p in (kept, ended):
+            if p.poll() is None:
+                p.kill()
+            p.wait(5)
+
+
+def test_a_beat_stamped_without_the_lock_or_failed_keeps_the_short_limit() -> None:
+    sup = Supervisor(60.0, doubt=0.6, restart=1.6)
+    stamped, failed, restarted = group(), group(), group()
+    try:
+        sup.started(stamped.pid)
+        sup.beat(locked=False)  # accepted, but the lock is another session's
+        assert (waited := gone(stamped, 3.0)) is not None and waited < 1.0, waited
+        sup.started(failed.pid)
+        sup.beat()
+        sup.beating()
+        sup.failed()
+        assert (waited := gone(failed, 3.0)) is not None and waited < 1.0, waited
+        sup.started(restarted.pid)
+        sup.beat()
+        sup.beating()
+        sup.failed(restart=True)  # proof of a server restart: the longer limit
+        assert gone(restarted, 1.0) is None
+        assert gone(restarted, 2.0) is not None
+    finally:
+        sup.close()
+        for p in (stamped, failed, restarted):
+            if p.poll() is None:
+                p.kill()
+            p.wait(5)

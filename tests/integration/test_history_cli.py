@@ -228,7 +228,8 @@ def test_history_shows_a_lost_attempt_and_its_late_final_status(env: Env) -> Non
     assert row["fenced_at"] == NOW.isoformat().replace("+00:00", "Z")
     shown = env.cli("history", "--wide").stdout
     assert "lost" in shown
-    assert "attempt 1 on node-a: succeeded after its lease expired; not counted" in shown
+    assert ("attempt 1 on node-a: succeeded after another node took the attempt over; not "
+            "counted") in shown
     assert env.cli("history", "--status", "lost", "--json").json()["executions"][0]["id"] == lost
 
 

@@ -117,6 +117,9 @@ def test_why_shows_the_resolved_expression(project: Path) -> None:
                                str(project / "cronctl.toml"), "why", *args],
                               capture_output=True, text=True, timeout=60)
 
+    # why reads an existing database (a missing one is an error, not an empty ledger)
+    subprocess.run([sys.executable, "-m", "cronctl", "-c", str(project / "cronctl.toml"),
+                    "db", "upgrade"], capture_output=True, check=True, timeout=60)
     done = why("backup", "2026-01-02T03:00:00Z", "--json")
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)

@@ -16,8 +16,9 @@ import pytest
 from test_run_support import Project, Running, pid_alive
 
 from cronctl.jobs.model import ExecutionStatus
-from cronctl.runtime.supervision import supervision_limit
+from cronctl.runtime.supervision import limits, supervision_limit
 from cronctl.store import open_store
+from cronctl.store.liveness import LOCK_GRACE, restarting
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
@@ -26,6 +27,28 @@ def test_limit_is_the_lease_minus_a_margin() -> None:
     assert supervision_limit(timedelta(seconds=15), 0.5) == 11.25
     assert supervision_limit(timedelta(seconds=3), 0.5) == 2.0
     assert supervision_limit(timedelta(seconds=1), 0.5) == 0.5  # never below one beat
+
+
+def test_the_short_limits_fit_inside_the_others_graces() -> None:
+    """docs/liveness.md: in doubt, a node ends its commands half a second before any peer
+    may declare it dead; a SIGKILLed node is still known dead within 3 s."""
+    default = limits(timedelta(seconds=15), 0.5)
+    assert (default.ok, default.doubt, default.restart) == (11.25, 1.5, 4.5)
+    assert default.doubt <= LOCK_GRACE.total_seconds() - 0.5
+    assert LOCK_GRACE.total_seconds() + 0.5 + 0.5 <= 3.0  # last beat, check interval
+    short = limits(timedelta(seconds=3), 0.5)
+    assert (short.ok, short.doubt, short.restart) == (2.0, 1.5, 2.0)
+
+
+def test_only_the_server_proves_a_restart() -> None:
+    class Refused(Exception):
+        sqlstate = "57P03"
+
+    assert restarting(Refused("FATAL: the database system is starting up"))
+    assert restarting(Exception('connection failed: FATAL:  the database system is '
+                                'shutting down'))
+    assert not restarting(Exception("connection refused"))
+    assert not restarting(Exception("server closed the connection unexpectedly"))
 
 
 def test_a_frozen_node_s_command_ends_before_its_attempt_is_taken_over(

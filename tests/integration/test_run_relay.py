@@ -16,7 +16,7 @@ import pytest
 from cronctl.config import Config
 from cronctl.dispatch import default_dispatcher
 from cronctl.dispatch.relay import Relay, Staged
-from cronctl.jobs.model import CommandTarget, JobDefinition, PythonTarget
+from cronctl.jobs.model import CommandTarget, Isolation, JobDefinition, PythonTarget
 from cronctl.runtime import Scheduler
 from cronctl.store import open_store
 
@@ -90,6 +90,7 @@ def test_a_burst_runs_each_fire_once_within_the_slots_through_the_relay(
     _reset()
     at = _instant()
     jobs = [JobDefinition(id=f"j{i:03d}", target=PythonTarget(__name__, "probe"),
+                          isolation=Isolation.THREAD,
                           cron=_cron(at), max_attempts=1, tracked=False) for i in range(300)]
     sched, dispatcher = _scheduler(tmp_path, jobs, 4)
     taken = _taken(dispatcher.relay)
@@ -127,6 +128,7 @@ def test_a_tracked_or_command_waiter_closes_the_relay_and_all_still_run(
     jobs: list[JobDefinition] = []
     for i in range(60):
         jobs.append(JobDefinition(id=f"p{i:03d}", target=PythonTarget(__name__, "probe"),
+                                  isolation=Isolation.THREAD,
                                   cron=_cron(at), max_attempts=1, tracked=False))
         if i == 30:  # in the middle of the queue: the fires behind it wait for the core
             jobs.append(JobDefinition(
@@ -152,6 +154,7 @@ def test_a_reload_that_removes_waiting_jobs_while_they_are_staged(tmp_path: Path
     _reset()
     at = _instant()
     jobs = [JobDefinition(id=f"j{i:03d}", target=PythonTarget(__name__, "sleepy"),
+                          isolation=Isolation.THREAD,
                           cron=_cron(at), max_attempts=1, tracked=False) for i in range(40)]
     sched, _dispatcher = _scheduler(tmp_path, jobs, 2)
     sched.start()
@@ -174,6 +177,7 @@ def test_a_stop_just_before_a_crowded_instant_starts_none_of_its_fires(
     _reset()
     at = _instant()
     jobs = [JobDefinition(id=f"j{i:03d}", target=PythonTarget(__name__, "probe"),
+                          isolation=Isolation.THREAD,
                           cron=_cron(at), max_attempts=1, tracked=False) for i in range(50)]
     sched, dispatcher = _scheduler(tmp_path, jobs, 3)
     sched.start()
@@ -231,6 +235,7 @@ def test_tracked_waiters_are_relayed_once_their_rows_are_written(tmp_path: Path)
     store = open_store(url, node_id="n1")
     at = _instant()
     jobs = [JobDefinition(id=f"t{i:03d}", target=PythonTarget(__name__, "tracked_probe"),
+                          isolation=Isolation.THREAD,
                           cron=_cron(at), max_attempts=1) for i in range(120)]
     config = Config(path=None, base_dir=tmp_path, database=url, jobs_dir=tmp_path,
                     node_id="n1", tracked=True, max_concurrent_jobs=3,

@@ -12,7 +12,7 @@ import pytest
 
 from cronctl.config import Config
 from cronctl.context import JobContext
-from cronctl.jobs.model import ExecutionStatus, JobDefinition, PythonTarget
+from cronctl.jobs.model import ExecutionStatus, Isolation, JobDefinition, PythonTarget
 from cronctl.runtime import Scheduler
 from cronctl.store import ExecutionRecord, Store, open_store
 
@@ -40,8 +40,9 @@ def _burst(tmp_path: Path, n: int, slots: int, handler: str, **job: object
     store = open_store(url, node_id="n1")  # (migrating first: slow on a loaded machine)
     instant = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=3)
     cron = f"{instant.second} {instant.minute} {instant.hour} * * *"
-    jobs = [JobDefinition(id=f"j{i:02d}", target=PythonTarget(__name__, handler), cron=cron,
-                          tracked=True, max_attempts=1, **job)  # type: ignore[arg-type]
+    jobs = [JobDefinition(id=f"j{i:02d}", target=PythonTarget(__name__, handler),
+                          isolation=Isolation.THREAD, cron=cron, tracked=True,
+                          max_attempts=1, **job)  # type: ignore[arg-type]
             for i in range(n)]
     config = Config(path=None, base_dir=tmp_path, database=url, jobs_dir=tmp_path,
                     node_id="n1", tracked=True, max_concurrent_jobs=slots,

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable
 from datetime import datetime
 
+from cronctl.ids import CONCURRENT_AFTER_PARTITION, utc_iso
 from cronctl.jobs.model import ExecutionStatus, ResourceUsage
 from cronctl.runtime.fire.wakelog import recorded_lines
 from cronctl.runtime.logsetup import ids
@@ -105,13 +106,15 @@ class FinalBatch:
         self._starts: list[tuple[int, datetime]] = []
         self._restamps: list[tuple[int, datetime]] = []
         self._lost: set[int] = set()  # started here, but the row was not pending any more
+        self._ended: dict[int, datetime] = {}  # when each final status was known here
         # Told of each final status the store refused (the watch's ``fenced``; I/O thread).
         self.on_fenced: Callable[[ExecutionRecord, ExecutionStatus, datetime], None] | None = (
             None)
 
     def add(self, execution_id: int, status: ExecutionStatus, error: str | None,
             token: int | None = None, *, prompt: bool = False,
-            usage: ResourceUsage | None = None, job_id: str = "") -> None:
+            usage: ResourceUsage | None = None, job_id: str = "",
+            ended: datetime | None = None) -> None:
         """``token``: the fencing token the attempt was claimed with (the store refuses
         the final status if the row no longer carries it). ``usage``: a command's
         figures, written with the status. ``job_id``: its ``finished`` line is logged
@@ -119,6 +122,7 @@ class FinalBatch:
         with self._lock:
             first = not self._pending and not self._starts
             self._pending.append((execution_id, status, error, token, job_id))
+            self._ended[execution_id] = ended or self._clock()
             if usage is not None:
                 self._usage[execution_id] = usage
         if first or prompt:
@@ -224,21 +228,45 @@ class FinalBatch:
             self._drain(eid)
             if job_id:
                 written.append((job_id, eid, status, error))
-            if not ok:  # how it ended here, then that the store refused it
+            if ok:
+                with self._lock:
+                    self._ended.pop(eid, None)
+            else:  # how it ended here, then that the store refused it
                 recorded_lines(log, written)
                 written = []
                 self._fenced(eid, status, token)
         recorded_lines(log, written)
 
     def _fenced(self, execution_id: int, status: ExecutionStatus, token: int | None) -> None:
-        """A final status refused as stale: logged, kept beside the row, and told."""
-        at = self._clock()
+        """A final status refused as stale: logged, kept beside the row with when it really
+        ended here (not when the store was reachable again), and told."""
+        with self._lock:
+            at = self._ended.pop(execution_id, None) or self._clock()
         row = report_fenced(self._store, execution_id, status, token, at)
         if row is not None and self.on_fenced is not None:
             try:
                 self.on_fenced(row, status, at)
             except Exception:
                 log.exception("fenced: reporting exec=%s failed", execution_id)
+
+
+def concurrent_note(row: ExecutionRecord, ended: datetime,
+                    newer: list[ExecutionRecord]) -> str | None:
+    """When the attempt of ``row``, which really ran from its start until ``ended``, ran
+    beside one of the ``newer`` attempts of its occurrence: the mark that says so
+    (:data:`~cronctl.ids.CONCURRENT_AFTER_PARTITION`, with both intervals), else None."""
+    if row.started_at is None:
+        return None
+    for other in newer:
+        if other.started_at is None or other.started_at >= ended:
+            continue
+        if other.finished_at is not None and other.finished_at <= row.started_at:
+            continue
+        return (f"{CONCURRENT_AFTER_PARTITION}: attempt {row.attempt} ran on node "
+                f"{row.node_id} until {utc_iso(ended)}, beside attempt {other.attempt} "
+                f"(exec={other.id}, node {other.node_id}) started at "
+                f"{utc_iso(other.started_at)}")
+    return None
 
 
 def report_fenced(store: Store, execution_id: int, status: ExecutionStatus,
@@ -252,10 +280,17 @@ def report_fenced(store: Store, execution_id: int, status: ExecutionStatus,
         log.warning("fenced: exec=%s ended %s here, but its row is gone", execution_id,
                     status.value)
         return None
-    if store.record_fenced(execution_id, status, at):
-        row = store.get_execution(execution_id) or row
     newer = [r for r in store.executions_of_occurrence(row.job_id, row.occurrence_id)
              if r.attempt > row.attempt and r.scope_node == row.scope_node]
+    note = concurrent_note(row, at, newer)
+    error = None
+    if note is not None and row.fenced_status is None:
+        error = f"{row.error}; {note}" if row.error else note
+        log.error("%s: job=%s exec=%s; two attempts of occurrence %s ran at the same time "
+                  "(docs/liveness.md)", note, row.job_id, execution_id, row.occurrence_id,
+                  extra=ids(row.job_id, execution_id))
+    if store.record_fenced(execution_id, status, at, error=error):
+        row = store.get_execution(execution_id) or row
     where = (f"it was recovered elsewhere as exec={newer[-1].id} (attempt "
              f"{newer[-1].attempt}, node {newer[-1].node_id}, token {newer[-1].fencing_token})"
              if newer else "it was closed elsewhere and no newer attempt exists")

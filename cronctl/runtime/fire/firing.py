@@ -15,7 +15,7 @@ import collections
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from cronctl.core import (
     Abandon,
@@ -96,6 +96,7 @@ class Firing(RowWrites):
         # When interrupted attempts handed to recovery really ended (their process group
         # ended, or their node was last known alive): the time their rows are closed with.
         self.ended: dict[int, datetime] = {}
+        self.lost_why: dict[int, str] = {}  # why a taken-over attempt is lost (Liveness)
         self.triggers: dict[str, int] = {}  # occurrence id -> trigger request id
         self.lateness: collections.deque[float] = collections.deque(maxlen=200_000)
         self._sinks: dict[str, ProcessLogSink] = {}  # untracked fires' log sinks, by job
@@ -345,7 +346,8 @@ class Firing(RowWrites):
         key = a.key
         try:
             run.handle = self.dispatcher.start(
-                request, sink, lambda outcome: self.post(Done(key, outcome)))
+                request, sink, lambda outcome: self.post(Done(
+                    key, outcome, self.clock() - timedelta(seconds=outcome.ended_ago))))
         except Exception as exc:
             log.error("dispatch failed job=%s exec=%s: %s", job.id, execution_id,
                       first_line(exc), extra=ids(job.id, execution_id))
@@ -422,7 +424,8 @@ class Firing(RowWrites):
 
     # --- endings ---------------------------------------------------------------------------
 
-    def on_done(self, key: ExecKey | Staged, outcome: Outcome) -> None:
+    def on_done(self, key: ExecKey | Staged, outcome: Outcome,
+                at: datetime | None = None) -> None:
         if type(key) is Staged:  # a relayed attempt: the core's key once it admitted it
             key = self.relayed.outcome(key, outcome)
             if key is None:
@@ -431,7 +434,7 @@ class Firing(RowWrites):
         run = self.running.get(key)
         if run is None:
             return  # abandoned at its timeout already; this late result is ignored
-        run.usage = outcome.usage
+        run.usage, run.ended = outcome.usage, at
         self.execute(self.core.on_complete(key, outcome.status, outcome.error, self.clock(),
                                            mono=self.mono(), retryable=outcome.retryable))
 
@@ -445,7 +448,7 @@ class Firing(RowWrites):
             self.wakelog.flush()  # its `fired` line first, though a burst is still draining
         if eid is not None:  # its `finished` line once the final status is written
             self.finals.add(eid, status, error, run.token, prompt=bool(locks_for(run.job)),
-                            usage=run.usage, job_id=run.job.id)
+                            usage=run.usage, job_id=run.job.id, ended=run.ended)
         elif status is ExecutionStatus.SUCCEEDED:
             self.wakelog.succeeded(run.job.id, eid)
         else:

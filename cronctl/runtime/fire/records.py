@@ -59,6 +59,7 @@ class Run:
     token: int | None = None  # the fencing token the attempt was claimed with
     started: datetime | None = None  # when its handler started (set by the runtime)
     usage: ResourceUsage | None = None  # a command's figures, from its outcome
+    ended: datetime | None = None  # when its outcome came (kept if its status is refused)
 
 
 def spawn_recorder(store: Store, submit: Callable[[Callable[[], object]], None],

@@ -40,6 +40,7 @@ class RowWrites:
     finals: FinalBatch
     watch: Watch
     ended: dict[int, datetime]
+    lost_why: dict[int, str]
     lost_recoveries: set[int]
     health: DatabaseHealth
     _store_failing: bool  # a store error (not an outage) was logged
@@ -172,7 +173,8 @@ class RowWrites:
 
     def _close_interrupted(self, a: CloseInterrupted) -> None:
         ended = self.ended.pop(a.execution_id, None) or self.clock()
-        error = "lost: its scheduler stopped before it finished; its outcome is unknown"
+        error = self.lost_why.pop(a.execution_id, None) or (
+            "lost: its scheduler stopped before it finished; its outcome is unknown")
         if a.status is ExecutionStatus.DEAD_LETTER:
             error += "; no attempt left"
         elif a.status is ExecutionStatus.CANCELLED:

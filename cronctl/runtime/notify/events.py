@@ -28,7 +28,7 @@ from typing import Any
 from cronctl.core import CloseInterrupted, JobState, Missed, Skip
 from cronctl.durations import format_duration
 from cronctl.errors import first_line
-from cronctl.ids import occurrence_id, utc_iso
+from cronctl.ids import anomaly_of, occurrence_id, utc_iso
 from cronctl.jobs.model import ExecutionStatus, JobDefinition, Mode, Origin
 from cronctl.jobs.notify import NotifySpec
 from cronctl.runtime.fire.records import Run
@@ -188,6 +188,8 @@ class Notifications:
         job = self._job_of(row.job_id)
         if job is not None and self._wants(job, "fenced"):
             self._put(("fenced", job, row, status, at))
+        if job is not None and anomaly_of(row.error) and self._wants(job, "anomaly"):
+            self._put(("anomaly", job, row, status, at))
 
     def _spec(self, job: JobDefinition) -> NotifySpec | None:
         """The job's resolved notify, or None when it has nowhere to send to."""
@@ -286,6 +288,13 @@ class Notifications:
                                   status=status.value, error=row.error,
                                   reason=f"{status.value} after the attempt was taken over "
                                          f"(recorded {row.status.value}); not counted"))
+        elif kind == "anomaly":
+            job, row, status, at = item[1:]
+            self._send(job, event("anomaly", job.id, self._node, at,
+                                  occurrence=row.occurrence_id, scheduled_at=row.scheduled_at,
+                                  execution_id=row.id, attempt=row.attempt,
+                                  status=row.status.value, error=row.error,
+                                  reason=anomaly_of(row.error)))
         elif kind == "running":
             run, at = item[1:]
             self._long.started(run, at)

@@ -171,7 +171,7 @@ command = "mail"
     assert found == {
         ("notify.on", "2", "unknown event 'faild' (did you mean 'failed'?); events: "
          "succeeded, failed, dead_letter, abandoned, cancelled, recovered, missed, skipped, "
-         "late, long_running, fenced"),
+         "late, long_running, fenced, anomaly"),
         ("notify.command", "3", 'must be an argv: a non-empty array of strings, e.g. '
          '["/usr/sbin/sendmail", "-t"]'),
         ("notify.headers", "4", "'a b' is not a valid HTTP header name"),

@@ -397,3 +397,29 @@ def test_every_alias_names_a_job_key_and_shadows_none() -> None:
     assert set(JOB_KEY_ALIASES.values()) <= set(JOB_KEYS)
     assert not set(JOB_KEY_ALIASES) & set(JOB_KEYS)
     assert all(alias == alias.lower() and "-" not in alias for alias in JOB_KEY_ALIASES)
+
+
+def test_python_jobs_run_in_processes_by_default(write: WriteJob, load: Load) -> None:
+    from cronctl.jobs.model import Isolation
+
+    write("a.toml", '[jobs.p]\nevery = "1m"\ntarget = "python:os:getcwd"\n'
+                    '[jobs.t]\nevery = "1m"\ntarget = "python:os:getcwd"\n'
+                    'isolation = "thread"\n')
+    result = load()
+    assert result.ok
+    by_id = {j.id: j.isolation for j in result.jobs}
+    assert by_id == {"p": Isolation.PROCESS, "t": Isolation.THREAD}
+    assert result.warnings == ()  # (every_instance: no retry can run beside it)
+
+
+def test_warning_single_instance_on_threads(write: WriteJob, load: Load) -> None:
+    write("a.toml", '[jobs.t]\nevery = "1m"\ntarget = "python:os:getcwd"\n'
+                    'mode = "single_instance"\nisolation = "thread"\n'
+                    '[jobs.p]\nevery = "1m"\ntarget = "python:os:getcwd"\n'
+                    'mode = "single_instance"\n')
+    result = load()
+    assert result.ok
+    (warning,) = result.warnings
+    assert (warning.job, warning.key) == ("t", "isolation")
+    assert warning.message == ('isolation = "thread" may run beside its retry after a freeze; '
+                               "call ctx.still_owner() before side effects")
