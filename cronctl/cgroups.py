@@ -120,9 +120,6 @@ class Containment:
             return f"a cgroup per attempt under {self.base} ({self.reason})"
         return f"process group and environment tag ({self.reason})"
 
-    def to_json(self) -> dict[str, str | None]:
-        return {"mechanism": self.mechanism, "cgroup": self.base, "reason": self.reason}
-
 
 def detect(value: str, pid: int | None = None, *, writer: bool | None = None
            ) -> Containment:

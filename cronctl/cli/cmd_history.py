@@ -7,6 +7,7 @@ reading ``T`` arguments, the JSON shape of one execution) is in :mod:`cronctl.cl
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any
@@ -126,7 +127,7 @@ def _figures(record: ExecutionRecord) -> tuple[str, ...]:
                                      f"{rss / 1024**2:.1f}M"))
 
 
-def _skip_row(entry: dict[str, Any], times: Times) -> Row:
+def _skip_row(entry: Mapping[str, Any], times: Times) -> Row:
     scheduled = datetime.fromisoformat(entry["scheduled_at"])
     # No id: a skip is no execution, and one stored record covers a run of instants
     # (three instants showed the same s1); `why JOB AT` explains each.

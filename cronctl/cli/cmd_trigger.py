@@ -14,9 +14,10 @@ import json
 import signal
 import threading
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from types import FrameType
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -49,7 +50,7 @@ class _Emit:
         self.as_json = as_json
         self.quiet = quiet
 
-    def __call__(self, document: dict[str, Any], text: str) -> None:
+    def __call__(self, document: Mapping[str, object], text: str) -> None:
         if self.as_json:
             typer.echo(json.dumps(document))
         elif not self.quiet:
@@ -171,9 +172,9 @@ def _queue(config: Config, store: Requester, job: JobDefinition, wait: bool, emi
     request_id = enqueue_trigger(config, store, job.id, now, chained)
     execution_id = wait_taken(store, request_id, job.id, waiting)
     record = _wait_final(store, job, execution_id, waiting)
-    doc = final_document(job.id, request_id, record, chained)
+    final = final_document(job.id, request_id, record, chained)
     error = f": {record.error}" if record.error else ""
-    emit(doc, f"job {job.id}: {record.status.value} (execution {record.id}, "
+    emit(final, f"job {job.id}: {record.status.value} (execution {record.id}, "
                         f"attempt {record.attempt}, node {record.node_id}){error}")
     if record.status.value != "succeeded":
         raise typer.Exit(1)

@@ -1,50 +1,48 @@
 """``/api/v1``: JSON with exactly the CLI's ``--json`` shapes (every document comes from
 :mod:`cronctl.views`), RFC 9457 problems for errors (:mod:`cronctl.serve.problems`).
 
-Query values are taken as text and read by the CLI's own parsers
+Times and statuses are taken as text and read by the CLI's own parsers
 (:mod:`cronctl.argtypes`), so ``?since=2h`` means what ``--since 2h`` means and a bad
-value gets the CLI's message. Reads run under the deadline of
+value gets the CLI's message; integers are declared with their bounds
+(:data:`cronctl.serve.schemas.INTEGERS`), and a bad one gets the CLI's message too.
+Each operation documents its document (:mod:`cronctl.views.shapes`) and the problems it
+may answer (:func:`cronctl.serve.schemas.documented`). Reads run under the deadline of
 :meth:`ServeContext.bounded`; ``POST`` endpoints go through :func:`guard.audited`.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Path, Query, Request
 from pydantic import BaseModel, Field
 
 from cronctl import argtypes
 from cronctl.errors import NotFoundError
 from cronctl.serve.guard import audited, context, principal
-from cronctl.views import actions
+from cronctl.serve.schemas import INTEGERS, documented
+from cronctl.views import actions, shapes
 from cronctl.views.history import decode_cursor, encode_cursor, history_document, read_history
 from cronctl.views.jobs import list_document, list_rows
 from cronctl.views.logs import logs_document
-from cronctl.views.next import MAX_COUNT, job_target, next_fires, parse_from, to_json
+from cronctl.views.next import job_target, next_fires, parse_from, to_json
 from cronctl.views.status import collect
 from cronctl.views.why import decide, why_document
 
-
-def _problem(description: str) -> dict[str, Any]:
-    return {"description": description, "content": {"application/problem+json": {}}}
-
-
-# What the gate (cronctl/serve/gate.py) may answer any operation before it runs.
-GATE_RESPONSES: dict[int | str, dict[str, Any]] = {
-    400: _problem("Bad input, or a missing Host header"),
-    401: _problem("No token, an unknown one, or an ended session"),
-    413: _problem("The request body is over 1 MiB"),
-    421: _problem("The Host header names a host this server does not answer "
-                  "([api] allowed_hosts)"),
-    429: _problem("Too many failed authentications from this address; see Retry-After"),
-    503: _problem("The tokens file or the database cannot be used, or [api] query_timeout "
-                  "passed"),
-}
-router = APIRouter(prefix="/api/v1", responses=GATE_RESPONSES)
+router = APIRouter(prefix="/api/v1")
 DEFAULT_LIMIT = 20  # = cronctl history --limit
-MAX_PAGE = 1000
+ExecutionId = Annotated[int, Path(ge=INTEGERS["execution_id"].minimum,
+                                  le=INTEGERS["execution_id"].maximum,
+                                  description="An execution's id")]
+# Text the CLI's parsers read (a value they refuse is a 400 with their message).
+_AGO = ("an ISO 8601 time (2026-03-08T07:00:00Z) before the year 9000, 'now', or a "
+        "duration under 100 years meaning that long ago (2h, 3d)")
+Since = Annotated[str | None, Query(description="Window start: " + _AGO)]
+Until = Annotated[str | None, Query(description="Window end (inclusive, after since): " + _AGO)]
+JobFilter = Annotated[str | None, Query(description="Only this job's")]
+Limit = Annotated[int | None, INTEGERS["limit"].query(
+    f"At most this many, newest first (default {DEFAULT_LIMIT})")]
 
 
 class ReplayBody(BaseModel):
@@ -59,20 +57,17 @@ def _time(text: str | None, now: datetime, what: str) -> datetime | None:
     return None if text is None else argtypes.parse_time(text, now, what=what)
 
 
-def _execution_id(text: str) -> int:
-    return argtypes.parse_int(text, what="EXECUTION_ID", minimum=1, maximum=argtypes.BIGINT_MAX)
-
-
 # --- jobs ----------------------------------------------------------------------------------
 
 
-@router.get("/jobs", summary="The jobs (= cronctl list --json)")
-def get_jobs(request: Request) -> dict[str, Any]:
+@router.get("/jobs", summary="The jobs (= cronctl list --json)", response_model=None,
+            responses=documented(shapes.Jobs))
+def get_jobs(request: Request) -> shapes.Jobs:
     principal(request)
     ctx = context(request)
     now = datetime.now(UTC)
 
-    def work() -> dict[str, Any]:
+    def work() -> shapes.Jobs:
         from cronctl.store.status import statuses_from
 
         loaded = ctx.valid(now)
@@ -82,13 +77,14 @@ def get_jobs(request: Request) -> dict[str, Any]:
     return ctx.bounded(work)
 
 
-@router.get("/jobs/{job_id}", summary="One job (its entry of cronctl list --json)")
-def get_job(job_id: str, request: Request) -> dict[str, Any]:
+@router.get("/jobs/{job_id}", summary="One job (its entry of cronctl list --json)",
+            response_model=None, responses=documented(shapes.JobRow, 404))
+def get_job(job_id: str, request: Request) -> shapes.JobRow:
     principal(request)
     ctx = context(request)
     now = datetime.now(UTC)
 
-    def work() -> dict[str, Any]:
+    def work() -> shapes.JobRow:
         from cronctl.store.status import statuses_from
 
         job = ctx.job(job_id, now)
@@ -99,26 +95,34 @@ def get_job(job_id: str, request: Request) -> dict[str, Any]:
     return ctx.bounded(work)
 
 
-@router.get("/jobs/{job_id}/next", summary="Next fire times (= cronctl next JOB --json)")
-def get_next(job_id: str, request: Request, n: str | None = None,
-             from_: str | None = Query(None, alias="from")) -> dict[str, Any]:
+@router.get("/jobs/{job_id}/next", summary="Next fire times (= cronctl next JOB --json)",
+            response_model=None, responses=documented(shapes.Next, 404))
+def get_next(job_id: str, request: Request,
+             n: Annotated[int | None, INTEGERS["n"].query("How many fires (default 5)")] = None,
+             from_: str | None = Query(None, alias="from", description=(
+                 "From when (default now): an ISO 8601 time (without an offset, in the job's "
+                 "zone), 'now', or a duration from now (2h, +2h; -1d: a day ago)"))
+             ) -> shapes.Next:
     principal(request)
     ctx = context(request)
     now = datetime.now(UTC)
-    count = 5 if n is None else argtypes.parse_int(n, what="--count", minimum=1,
-                                                   maximum=MAX_COUNT)
+    count = 5 if n is None else n
     target = job_target(ctx.job(job_id, now))
     begin = parse_from(from_, now, target.timezone)
     return to_json(target, begin, next_fires(target, begin, count))
 
 
-@router.get("/why/{job_id}", summary="What became of an occurrence (= cronctl why --json)")
-def get_why(job_id: str, request: Request, at: str = "now") -> dict[str, Any]:
+@router.get("/why/{job_id}", summary="What became of an occurrence (= cronctl why --json)",
+            response_model=None, responses=documented(shapes.Why, 404))
+def get_why(job_id: str, request: Request, at: Annotated[str, Query(description=(
+        "The instant asked about (its occurrence, or the one planned nearest before): an "
+        "ISO 8601 time (without an offset, in the job's zone), a time of day (09:15, "
+        "today), 'now', or a duration meaning that long ago (2h)"))] = "now") -> shapes.Why:
     principal(request)
     ctx = context(request)
     now = datetime.now(UTC)
 
-    def work() -> dict[str, Any]:
+    def work() -> shapes.Why:
         job = ctx.job(job_id, now)
         verdict, executions = decide(job, at, ctx.store, now, ctx.loaded(now).by_id())
         return why_document(job, verdict, executions)
@@ -130,41 +134,46 @@ def get_why(job_id: str, request: Request, at: str = "now") -> dict[str, Any]:
 
 
 @router.get("/executions", summary="Executions, newest first (= cronctl history --json), "
-            "a page at a time: pass next_cursor back as cursor")
-def get_executions(request: Request, job: str | None = None, status: str | None = None,
-                   since: str | None = None, until: str | None = None,
-                   limit: str | None = None, cursor: str | None = None) -> dict[str, Any]:
+            "a page at a time: pass next_cursor back as cursor", response_model=None,
+            responses=documented(shapes.ExecutionsPage, 404))
+def get_executions(request: Request, job: JobFilter = None,
+                   status: Annotated[str | None, Query(description=(
+                       "Comma-separated statuses (pending, running, succeeded, failed, "
+                       "abandoned, cancelled, dead_letter, lost; skipped: skip records)"))
+                   ] = None,
+                   since: Since = None, until: Until = None, limit: Limit = None,
+                   cursor: Annotated[str | None, Query(description=(
+                       "A next_cursor this server gave out"))] = None
+                   ) -> shapes.ExecutionsPage:
     principal(request)
     ctx = context(request)
     now = datetime.now(UTC)
-    size = DEFAULT_LIMIT if limit is None else argtypes.parse_int(
-        limit, what="--limit", minimum=1, maximum=MAX_PAGE)
+    size = DEFAULT_LIMIT if limit is None else limit
     since_at, until_at = _time(since, now, "--since"), _time(until, now, "--until")
     before = decode_cursor(cursor) if cursor is not None else None
 
-    def work() -> dict[str, Any]:
+    def work() -> shapes.ExecutionsPage:
         loaded = ctx.loaded(now)
         entries = read_history(ctx.store, loaded.config, job=job, status=status,
                                since=since_at, until=until_at, limit=size, before=before)
-        doc = history_document(entries)
-        doc["next_cursor"] = encode_cursor(entries[-1]) if len(entries) == size else None
-        return doc
+        return {"executions": history_document(entries)["executions"],
+                "next_cursor": encode_cursor(entries[-1]) if len(entries) == size else None}
 
     return ctx.bounded(work)
 
 
 @router.get("/skips", summary="Skip records, newest first "
-            "(= cronctl history --status skipped --json)")
-def get_skips(request: Request, job: str | None = None, since: str | None = None,
-              until: str | None = None, limit: str | None = None) -> dict[str, Any]:
+            "(= cronctl history --status skipped --json)", response_model=None,
+            responses=documented(shapes.History, 404))
+def get_skips(request: Request, job: JobFilter = None, since: Since = None,
+              until: Until = None, limit: Limit = None) -> shapes.History:
     principal(request)
     ctx = context(request)
     now = datetime.now(UTC)
-    size = DEFAULT_LIMIT if limit is None else argtypes.parse_int(
-        limit, what="--limit", minimum=1, maximum=MAX_PAGE)
+    size = DEFAULT_LIMIT if limit is None else limit
     since_at, until_at = _time(since, now, "--since"), _time(until, now, "--until")
 
-    def work() -> dict[str, Any]:
+    def work() -> shapes.History:
         entries = read_history(ctx.store, ctx.loaded(now).config, job=job, status="skipped",
                                since=since_at, until=until_at, limit=size)
         return history_document(entries)
@@ -172,13 +181,14 @@ def get_skips(request: Request, job: str | None = None, since: str | None = None
     return ctx.bounded(work)
 
 
-@router.get("/executions/{execution_id}", summary="One execution (its history entry)")
-def get_execution(execution_id: str, request: Request) -> dict[str, Any]:
+@router.get("/executions/{execution_id}", summary="One execution (its history entry)",
+            response_model=None, responses=documented(shapes.Execution, 404))
+def get_execution(execution_id: ExecutionId, request: Request) -> shapes.Execution:
     from cronctl.views.common import execution_json
 
     principal(request)
     ctx = context(request)
-    ident = _execution_id(execution_id)
+    ident = execution_id
     record = ctx.bounded(lambda: ctx.store.get_execution(ident))
     if record is None:
         raise NotFoundError(f"no execution {ident}")
@@ -186,16 +196,17 @@ def get_execution(execution_id: str, request: Request) -> dict[str, Any]:
 
 
 @router.get("/executions/{execution_id}/logs",
-            summary="Job log lines after after_seq (= cronctl logs ID --json)")
-def get_logs(execution_id: str, request: Request, after_seq: str | None = None
-             ) -> dict[str, Any]:
+            summary="Job log lines after after_seq (= cronctl logs ID --json)",
+            response_model=None, responses=documented(shapes.Logs, 404))
+def get_logs(execution_id: ExecutionId, request: Request,
+             after_seq: Annotated[int | None, INTEGERS["after_seq"].query(
+                 "Only the lines after this seq (default 0: all)")] = None) -> shapes.Logs:
     principal(request)
     ctx = context(request)
-    ident = _execution_id(execution_id)
-    after = 0 if after_seq is None else argtypes.parse_int(
-        after_seq, what="after_seq", minimum=0, maximum=argtypes.BIGINT_MAX)
+    ident = execution_id
+    after = 0 if after_seq is None else after_seq
 
-    def work() -> dict[str, Any]:
+    def work() -> shapes.Logs:
         record = ctx.store.get_execution(ident)
         if record is None:
             raise NotFoundError(f"no execution {ident}")
@@ -205,13 +216,13 @@ def get_logs(execution_id: str, request: Request, after_seq: str | None = None
 
 
 @router.get("/status", summary="Nodes, running executions, next fires (= cronctl status "
-            "--json)")
-def get_status(request: Request) -> dict[str, Any]:
+            "--json)", response_model=None, responses=documented(shapes.Status))
+def get_status(request: Request) -> shapes.Status:
     principal(request)
     ctx = context(request)
     now = datetime.now(UTC)
 
-    def work() -> dict[str, Any]:
+    def work() -> shapes.Status:
         loaded = ctx.loaded(now)
         warnings = []
         if loaded.violations:
@@ -224,11 +235,11 @@ def get_status(request: Request) -> dict[str, Any]:
 # --- actions (operate) ---------------------------------------------------------------------
 
 
-def trigger_job(request: Request, job_id: str, csrf: str | None = None) -> dict[str, Any]:
+def trigger_job(request: Request, job_id: str, csrf: str | None = None) -> shapes.Triggered:
     ctx = context(request)
     now = datetime.now(UTC)
 
-    def work(_: Any) -> dict[str, Any]:
+    def work(_: Any) -> shapes.Triggered:
         ctx.job(job_id, now)
         doc, _record = actions.trigger_document(ctx.config, ctx.store, job_id, now)
         return doc
@@ -237,11 +248,11 @@ def trigger_job(request: Request, job_id: str, csrf: str | None = None) -> dict[
 
 
 def cancel_execution(request: Request, execution_id: str, csrf: str | None = None
-                     ) -> dict[str, Any]:
+                     ) -> shapes.Cancelled:
     ctx = context(request)
 
-    def work(_: Any) -> dict[str, Any]:
-        ident = _execution_id(execution_id)
+    def work(_: Any) -> shapes.Cancelled:
+        ident = INTEGERS["execution_id"].parse(execution_id)
         record = ctx.store.get_execution(ident)
         if record is None:
             raise NotFoundError(f"no execution {ident}")
@@ -251,11 +262,11 @@ def cancel_execution(request: Request, execution_id: str, csrf: str | None = Non
 
 
 def pause_job(request: Request, job_id: str, paused: bool, csrf: str | None = None
-              ) -> dict[str, Any]:
+              ) -> shapes.Paused:
     ctx = context(request)
     now = datetime.now(UTC)
 
-    def work(_: Any) -> dict[str, Any]:
+    def work(_: Any) -> shapes.Paused:
         from cronctl.views.common import require_job_defined
 
         require_job_defined(ctx.loaded(now).config, job_id)
@@ -265,11 +276,11 @@ def pause_job(request: Request, job_id: str, paused: bool, csrf: str | None = No
 
 
 def replay_job(request: Request, job_id: str, body: ReplayBody, csrf: str | None = None
-               ) -> dict[str, Any]:
+               ) -> shapes.Replay:
     ctx = context(request)
     now = datetime.now(UTC)
 
-    def work(_: Any) -> dict[str, Any]:
+    def work(_: Any) -> shapes.Replay:
         start = argtypes.parse_time(body.since, now, what="--since")
         end = argtypes.parse_time(body.until, now, what="--until") if body.until else now
         return actions.replay(ctx.loaded(now).config, ctx.store, job_id, start, end,
@@ -279,28 +290,33 @@ def replay_job(request: Request, job_id: str, body: ReplayBody, csrf: str | None
 
 
 @router.post("/jobs/{job_id}/trigger", summary="Run one occurrence now (= cronctl trigger "
-             "--json); needs a live scheduler")
-def post_trigger(job_id: str, request: Request) -> dict[str, Any]:
+             "--json); needs a live scheduler", response_model=None,
+             responses=documented(shapes.Triggered, 403, 404, 409))
+def post_trigger(job_id: str, request: Request) -> shapes.Triggered:
     return trigger_job(request, job_id)
 
 
 @router.post("/executions/{execution_id}/cancel", summary="Cancel cooperatively "
-             "(= cronctl cancel --json)")
-def post_cancel(execution_id: str, request: Request) -> dict[str, Any]:
-    return cancel_execution(request, execution_id)
+             "(= cronctl cancel --json)", response_model=None,
+             responses=documented(shapes.Cancelled, 403, 404, 409))
+def post_cancel(execution_id: ExecutionId, request: Request) -> shapes.Cancelled:
+    return cancel_execution(request, str(execution_id))
 
 
-@router.post("/jobs/{job_id}/pause", summary="Stop firing, cluster-wide (= cronctl pause)")
-def post_pause(job_id: str, request: Request) -> dict[str, Any]:
+@router.post("/jobs/{job_id}/pause", summary="Stop firing, cluster-wide (= cronctl pause)",
+             response_model=None, responses=documented(shapes.Paused, 403, 404))
+def post_pause(job_id: str, request: Request) -> shapes.Paused:
     return pause_job(request, job_id, True)
 
 
-@router.post("/jobs/{job_id}/resume", summary="Fire again (= cronctl resume)")
-def post_resume(job_id: str, request: Request) -> dict[str, Any]:
+@router.post("/jobs/{job_id}/resume", summary="Fire again (= cronctl resume)",
+             response_model=None, responses=documented(shapes.Paused, 403, 404))
+def post_resume(job_id: str, request: Request) -> shapes.Paused:
     return pause_job(request, job_id, False)
 
 
 @router.post("/jobs/{job_id}/replay", summary="Queue missed occurrences (= cronctl replay "
-             "--json)")
-def post_replay(job_id: str, body: ReplayBody, request: Request) -> dict[str, Any]:
+             "--json)", response_model=None,
+             responses=documented(shapes.Replay, 403, 404))
+def post_replay(job_id: str, body: ReplayBody, request: Request) -> shapes.Replay:
     return replay_job(request, job_id, body)

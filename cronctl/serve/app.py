@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from cronctl.errors import CronctlError
 from cronctl.serve.auth import Unauthorized
@@ -55,7 +57,22 @@ def build_app(ctx: ServeContext, version: str = "0") -> FastAPI:
 
     @app.exception_handler(RequestValidationError)
     def bad_request(request: Request, exc: RequestValidationError) -> Response:
-        return error_response(request, 400, _validation_message(exc), None)
+        message = _validation_message(exc)
+        if request.method == "POST" and is_api(request):
+            from cronctl.serve.guard import refused
+
+            refused(request, 400, message)  # an authenticated POST: its audit row
+        return error_response(request, 400, message, None)
+
+    @app.exception_handler(StarletteHTTPException)
+    def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        # what FastAPI itself raises (a body that is not JSON: 400), as a problem
+        detail = exc.detail if isinstance(exc.detail, str) else HTTPStatus(exc.status_code).phrase
+        if exc.status_code == 400 and request.method == "POST" and is_api(request):
+            from cronctl.serve.guard import refused
+
+            refused(request, 400, detail)
+        return error_response(request, exc.status_code, detail, None)
 
     @app.exception_handler(404)
     def not_found(request: Request, exc: Any) -> Response:
@@ -66,8 +83,10 @@ def build_app(ctx: ServeContext, version: str = "0") -> FastAPI:
 
     @app.exception_handler(405)
     def bad_method(request: Request, exc: Any) -> Response:
-        return error_response(request, 405, f"{request.method} is not allowed on "
-                              f"{request.url.path}", None)
+        answer = error_response(request, 405, f"{request.method} is not allowed on "
+                                f"{request.url.path}", None)
+        answer.headers["Allow"] = ", ".join(_allowed(app, request))  # RFC 9110 15.5.6
+        return answer
 
     # Outermost of the application's own layers: nothing below it has read the request.
     app.add_middleware(Gate, ctx=ctx)
@@ -80,19 +99,37 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
     if app.openapi_schema is None:
         from fastapi.openapi.utils import get_openapi
 
+        from cronctl.serve.schemas import finish
+
         doc = get_openapi(title=app.title, version=app.version,
                           description=app.description, routes=app.routes)
         doc.setdefault("components", {})["securitySchemes"] = {
             "bearer": {"type": "http", "scheme": "bearer",
                        "description": "A token of [api] tokens_file"}}
         doc["security"] = [{"bearer": []}]
-        app.openapi_schema = doc
+        app.openapi_schema = finish(doc)
     return app.openapi_schema
 
 
+def _allowed(app: FastAPI, request: Request) -> list[str]:
+    """The methods some route takes on the request's path."""
+    from starlette.routing import Match
+
+    return [method for method in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+            if any(route.matches({**request.scope, "method": method})[0] is Match.FULL
+                   for route in app.router.routes)]
+
+
 def _validation_message(exc: RequestValidationError) -> str:
+    """The CLI's message for a bad integer; pydantic's, a line per field, for the rest."""
+    from cronctl.serve.schemas import cli_message
+
     parts = []
     for error in exc.errors()[:3]:
+        cli = cli_message(error)
+        if cli is not None:
+            parts.append(cli)
+            continue
         where = ".".join(str(x) for x in error.get("loc", ()) if x not in ("body", "query"))
         parts.append(f"{where}: {error.get('msg', 'invalid')}" if where else
                      str(error.get("msg", "invalid")))

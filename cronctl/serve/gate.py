@@ -3,8 +3,8 @@ pure ASGI middleware, so nothing has read the body yet):
 
 1. the Host header must be one the server answers (:mod:`cronctl.serve.hosts`), else 421;
    a state-changing request's ``Origin``, when sent, too, else 403;
-2. the client must not be over its limit of failed authentications
-   (:mod:`cronctl.serve.limits`), else 429 with ``Retry-After``;
+2. a client that presents credentials must not be over its limit of failed
+   authentications (:mod:`cronctl.serve.limits`), else 429 with ``Retry-After``;
 3. the request must carry a valid token or browser session (:mod:`cronctl.serve.auth`),
    else 401 (a page ``GET`` is sent to the login form) — only the login form, logout and
    the static files are open;
@@ -115,9 +115,13 @@ class Gate:
             if path == "/login" and method == "POST":
                 return self._limited(scope, headers)
             return None
-        limited = self._limited(scope, headers)
-        if limited is not None:
-            return limited
+        # A request without credentials guesses nothing: its 401 tells nothing and costs a
+        # header parse, so the limit (which keeps guesses from being looked at) is for
+        # requests that present a token or a session.
+        if _presents(headers):
+            limited = self._limited(scope, headers)
+            if limited is not None:
+                return limited
         try:
             principal = await self._principal(headers)
         except TokensUnavailable as exc:
@@ -157,8 +161,7 @@ class Gate:
 
     def _unauthorized(self, scope: Scope, headers: Headers, message: str) -> Response:
         client = _client(scope)
-        presented = "authorization" in headers or bool(_cookie(headers, SESSION_COOKIE))
-        if presented:  # a guess, or a stale session: both count
+        if _presents(headers):  # a guess, or a stale session: both count
             self.ctx.failures.failed(source_of(client))
         path = scope["path"]
         if not path.startswith("/api/") and scope["method"] in ("GET", "HEAD"):
@@ -189,6 +192,11 @@ def _client(scope: Scope) -> str | None:
 
 def _request_line(scope: Scope) -> str:
     return f"{scope['method']} {printable(scope['path'][:200])}"
+
+
+def _presents(headers: Headers) -> bool:
+    """Whether the request carries credentials: a token or a session cookie."""
+    return "authorization" in headers or bool(_cookie(headers, SESSION_COOKIE))
 
 
 def _cookie(headers: Headers, name: str) -> str | None:

@@ -79,6 +79,18 @@ def audited(request: Request, action: str, target: str | None, detail: dict[str,
         _record(ctx, request, who, action, target, detail, status, result)
 
 
+def refused(request: Request, status: int, result: str) -> None:
+    """The audit row of an authenticated ``POST`` refused before it ran (its parameters
+    or body are not valid): the action is the path's last part, the target its id."""
+    who = getattr(request.state, "principal", None)
+    if not isinstance(who, Principal):
+        return
+    params = request.path_params
+    target = params.get("job_id", params.get("execution_id"))
+    _record(context(request), request, who, request.url.path.rstrip("/").rsplit("/", 1)[-1],
+            None if target is None else str(target), None, status, result)
+
+
 def _record(ctx: ServeContext, request: Request, who: Principal | None, action: str,
             target: str | None, detail: dict[str, Any] | None, status: int,
             result: str) -> None:

@@ -5,8 +5,9 @@ refused, instead of one row each.
 Both are per process and in memory: a replica limits the guesses that reach it. The
 limit is a token bucket per source address (an IPv6 client by its /64, the unit a host is
 given), which failures drain and time refills; while it is empty every request from that
-source that needs authentication is answered 429 *before* its credentials are looked at,
-so a guess that happens to be right is not told apart from the others. A valid client
+source that presents credentials is answered 429 *before* they are looked at, so a guess
+that happens to be right is not told apart from the others (a request without any is
+answered 401 still: it guesses nothing). A valid client
 behind the same address (one reverse proxy for everyone) waits out the same
 ``Retry-After``: the price of not letting guesses through.
 """

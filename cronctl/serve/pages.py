@@ -9,8 +9,9 @@ in with a token (``/login``, :mod:`cronctl.serve.login`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, Form, Request
@@ -22,6 +23,9 @@ from cronctl.serve.guard import context, principal
 from cronctl.serve.render import page
 from cronctl.views import actions
 from cronctl.views.history import decode_cursor, encode_cursor, read_history
+
+if TYPE_CHECKING:
+    from cronctl.views import shapes
 
 router = APIRouter(include_in_schema=False)
 HISTORY_PAGE = 25
@@ -104,14 +108,17 @@ def job_page(job_id: str, request: Request, at: str | None = None,
 def execution_page(execution_id: str, request: Request) -> Response:
     principal(request)
     ctx = context(request)
-    doc = api.get_logs(execution_id, request)
+    from cronctl.serve.schemas import INTEGERS
+
+    ident = INTEGERS["execution_id"].parse(execution_id)
+    doc = api.get_logs(ident, request)
     return page(request, "execution.html", execution=doc["execution"], lines=doc["lines"],
                 last_seq=doc["lines"][-1]["seq"] if doc["lines"] else 0,
                 final=doc["execution"]["status"] not in ("pending", "running"),
                 attempts=ctx.bounded(lambda: _attempts(ctx, doc["execution"])))
 
 
-def _attempts(ctx: Any, execution: dict[str, Any]) -> list[dict[str, Any]]:
+def _attempts(ctx: Any, execution: Mapping[str, Any]) -> list[shapes.Execution]:
     from cronctl.views.common import execution_json
 
     records = ctx.store.executions_of_occurrence(execution["job"], execution["occurrence_id"])

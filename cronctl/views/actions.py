@@ -9,7 +9,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cronctl.errors import CronctlError, UsageError
 from cronctl.views.common import execution_json, iso_z
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from cronctl.config import Config
     from cronctl.store.base import ExecutionRecord, NodeRecord, Requester, Store
     from cronctl.store.replay import Occurrence, Plan
+    from cronctl.views import shapes
 
 POLL = 0.05
 # The first looks at a request: a scheduler on this host, woken, starts it within ~10 ms.
@@ -41,7 +42,7 @@ class AlreadyFinal(CronctlError):
 # --- pause / resume ------------------------------------------------------------------------
 
 
-def set_paused(store: Store, job: str, paused: bool) -> dict[str, Any]:
+def set_paused(store: Store, job: str, paused: bool) -> shapes.Paused:
     """Pause or resume ``job`` cluster-wide: ``{"job", "paused", "changed"}``."""
     state = store.get_schedule(job)
     was_paused = state is not None and state.paused
@@ -59,12 +60,12 @@ def require_cancellable(record: ExecutionRecord) -> None:
                            f"({record.status.value}); nothing to cancel")
 
 
-def cancel_document(records: Sequence[ExecutionRecord]) -> dict[str, Any]:
+def cancel_document(records: Sequence[ExecutionRecord]) -> shapes.Cancelled:
     """``cancel --json``: the executions a cancel was requested for."""
     return {"executions": [{**execution_json(r), "cancel_requested": True} for r in records]}
 
 
-def request_cancel(store: Store, record: ExecutionRecord) -> dict[str, Any]:
+def request_cancel(store: Store, record: ExecutionRecord) -> shapes.Cancelled:
     """Flag one execution for cancellation (the scheduler running it polls the flag):
     :func:`cancel_document` of it, or :class:`AlreadyFinal`."""
     require_cancellable(record)
@@ -187,19 +188,20 @@ def wait_taken(store: Requester, request_id: int, job_id: str, waiting: Waiting)
 
 def trigger_document(config: Config, store: Requester, job: str, now: datetime,
                      chained: Sequence[str] = ()
-                     ) -> tuple[dict[str, Any], ExecutionRecord | None]:
+                     ) -> tuple[shapes.Triggered, ExecutionRecord | None]:
     """Queue a manual run and wait until a scheduler started it: ``trigger --json`` (without
     ``--wait``), ``{"job", "request", "queued", "execution_id", "chained"}``, and the
     execution."""
     request_id = enqueue_trigger(config, store, job, now, chained)
     execution_id = wait_taken(store, request_id, job, Waiting(config.heartbeat_interval * 3))
-    doc = {"job": job, "request": request_id, "queued": True, "execution_id": execution_id,
+    doc: shapes.Triggered = {"job": job, "request": request_id, "queued": True,
+                             "execution_id": execution_id,
            "chained": list(chained)}
     return doc, store.get_execution(execution_id)
 
 
 def final_document(job: str, request_id: int, record: ExecutionRecord,
-                   chained: Sequence[str] = ()) -> dict[str, Any]:
+                   chained: Sequence[str] = ()) -> shapes.Finished:
     """``trigger --wait --json``: the occurrence's final execution."""
     return {"job": job, "request": request_id, "execution": execution_json(record),
             "chained": list(chained)}
@@ -236,7 +238,7 @@ class Replayed:
     first_seen: datetime | None = None
     chained: Sequence[str] = ()  # --chain: the dependents run after each queued one
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> shapes.Replay:
         """``replay --json`` and ``POST /api/v1/jobs/{id}/replay``."""
         return {
             "job": self.job, "since": iso_z(self.start), "until": iso_z(self.end),
@@ -249,8 +251,8 @@ class Replayed:
         }
 
 
-def _occurrence_json(o: Occurrence) -> dict[str, Any]:
-    doc: dict[str, Any] = {"scheduled_at": iso_z(o.scheduled_at),
+def _occurrence_json(o: Occurrence) -> shapes.Occurrence:
+    doc: shapes.Occurrence = {"scheduled_at": iso_z(o.scheduled_at),
                            "occurrence_id": o.occurrence_id}
     if o.handled is not None:
         doc["reason"] = o.handled

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cronctl.views.common import iso_z
 
@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from cronctl.jobs.model import JobDefinition
     from cronctl.store.base import DeliveryFailures, Reads, ScheduleState
     from cronctl.store.records import ExecutionRecord
+    from cronctl.views import shapes
 
 _FAILING = ("failed", "dead_letter")
 _RECENT = 5  # newest rows read per job: a fire waiting for a slot has a pending row
@@ -47,7 +48,7 @@ class Attention:
     def _live(self, node_id: str) -> bool:
         return self.live is None or node_id in self.live
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> shapes.Attention:
         return {
             "failing": [{"job": f.job, "status": f.status, "scheduled_at": iso_z(f.scheduled_at),
                          "error": f.error} for f in self.failing],

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, overload
 
 if TYPE_CHECKING:
     from cronctl.config import Config
     from cronctl.store.base import ExecutionRecord, LogLine
+    from cronctl.views import shapes
 
 
 @overload
@@ -39,7 +41,7 @@ def shown_max_rss(record: ExecutionRecord) -> int | None:
     return None
 
 
-def execution_json(record: ExecutionRecord) -> dict[str, Any]:
+def execution_json(record: ExecutionRecord) -> shapes.Execution:
     """The stable ``history --json`` shape of one execution."""
     return {
         "id": record.id,
@@ -64,7 +66,7 @@ def execution_json(record: ExecutionRecord) -> dict[str, Any]:
     }
 
 
-def rows_json(key: str, rows: list[dict[str, Any]]) -> str:
+def rows_json(key: str, rows: Sequence[Mapping[str, object]]) -> str:
     """``{key: rows}`` as JSON text with one row per line. ``json.dumps(indent=2)`` runs
     the pure-Python encoder: 100,000 jobs took seconds; each row through the C encoder
     takes microseconds, and the document stays readable and line-oriented."""
@@ -86,7 +88,7 @@ def fenced_note(record: ExecutionRecord) -> str | None:
             "after another node took the attempt over; not counted")
 
 
-def line_json(line: LogLine) -> dict[str, Any]:
+def line_json(line: LogLine) -> shapes.LogLine:
     """One job log line (``logs --json``)."""
     return {"seq": line.seq, "at": iso_z(line.at), "level": line.level, "message": line.message}
 

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from cronctl.jobs.model import ExecutionStatus
     from cronctl.store.base import ExecutionRecord, Reads
     from cronctl.store.records import SkipRecord
+    from cronctl.views import shapes
 
 
 SKIPPED = "skipped"
@@ -49,14 +50,14 @@ def wants_skips(text: str | None) -> bool:
 
 def skip_entries(store: Reads, config: Config, *, job_id: str | None,
                  since: datetime | None, until: datetime | None, limit: int
-                 ) -> list[dict[str, Any]]:
+                 ) -> list[shapes.Skip]:
     """Skip records in the ``history --json`` shape, one entry per planned instant (a
     stored run of consecutive skips is expanded with the job's schedule), newest first."""
     from cronctl.ids import occurrence_id
 
     runs = store.list_skips(job_id=job_id, since=since, until=until, limit=limit)
     schedules: dict[str, Any] = {}
-    entries: list[dict[str, Any]] = []
+    entries: list[shapes.Skip] = []
     for run in runs:
         instants = [run.first_at] if run.count == 1 else _expand(run, config, schedules)
         for at in reversed(instants):
@@ -107,7 +108,7 @@ class Entry:
     """One entry of a history page: its document, and the execution it shows (``None``
     for a skip record)."""
 
-    doc: dict[str, Any]
+    doc: shapes.Execution | shapes.Skip
     record: ExecutionRecord | None
 
 
@@ -122,7 +123,7 @@ def read_history(store: Reads | None, config: Config, *, job: str | None,
     if since is not None and until is not None and since > until:
         raise UsageError(f"--since {iso_z(since)} is after --until {iso_z(until)}")
     records: list[ExecutionRecord] = []
-    skips: list[dict[str, Any]] = []
+    skips: list[shapes.Skip] = []
     if store is not None:
         if statuses is None or statuses:
             records = store.list_executions(job_id=job, status=statuses, since=since,
@@ -147,7 +148,7 @@ def read_history(store: Reads | None, config: Config, *, job: str | None,
     return entries[:limit]
 
 
-def history_document(entries: list[Entry]) -> dict[str, Any]:
+def history_document(entries: list[Entry]) -> shapes.History:
     """``history --json``; the API adds ``next_cursor``."""
     return {"executions": [entry.doc for entry in entries]}
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from cronctl.views.common import iso_z, rows_json
 
 if TYPE_CHECKING:
     from cronctl.config import Config
     from cronctl.jobs.model import JobDefinition
+    from cronctl.views import shapes
 
 
 class JobStatusSource(Protocol):
@@ -39,7 +40,7 @@ class ListRow:
     calendars: tuple[str, ...] = ()  # the job's calendars (section 8), in its order
     after: tuple[str, ...] = ()  # a dependent's parents, as written ("load:any")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> shapes.JobRow:
         return {
             "id": self.id,
             "cron": self.schedule,
@@ -99,7 +100,7 @@ def list_rows(
     return rows
 
 
-def list_document(rows: Sequence[ListRow]) -> dict[str, Any]:
+def list_document(rows: Sequence[ListRow]) -> shapes.Jobs:
     """``list --json`` and ``GET /api/v1/jobs``."""
     return {"jobs": [row.to_json() for row in rows]}
 

@@ -9,9 +9,10 @@ from cronctl.views.common import execution_json, line_json
 
 if TYPE_CHECKING:
     from cronctl.store.base import ExecutionRecord, LogLine
+    from cronctl.views import shapes
 
 
-def logs_document(record: ExecutionRecord, lines: Sequence[LogLine]) -> dict[str, Any]:
+def logs_document(record: ExecutionRecord, lines: Sequence[LogLine]) -> shapes.Logs:
     """``logs EXECUTION_ID --json``; the API's ``?after_seq=`` gives the lines after it."""
     return {"execution": execution_json(record), "lines": [line_json(x) for x in lines]}
 

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cronctl.cron import (
     CronSyntaxError,
@@ -21,6 +21,7 @@ from cronctl.views.common import iso_z
 
 if TYPE_CHECKING:
     from cronctl.jobs.model import JobDefinition
+    from cronctl.views import shapes
 
 _JOB_ID = re.compile(r"[A-Za-z0-9._-]{1,200}")
 MAX_COUNT = 1000
@@ -159,7 +160,7 @@ def next_fires(target: NextTarget, start: datetime, count: int) -> list[FireRow]
     return rows
 
 
-def to_json(target: NextTarget, start: datetime, rows: Sequence[FireRow]) -> dict[str, Any]:
+def to_json(target: NextTarget, start: datetime, rows: Sequence[FireRow]) -> shapes.Next:
     schedule = target.schedule
     written, hash_id = written_of(target)
     return {

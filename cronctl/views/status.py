@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cronctl.views.attention import Attention, attention
 from cronctl.views.common import iso_z
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from cronctl.jobs.model import JobDefinition
     from cronctl.store.base import ExecutionRecord, NodeRecord, Reads
     from cronctl.store.records import TriggerRequest
+    from cronctl.views import shapes
 
 
 HEARTBEAT_TTL_FACTOR = 3  # = runtime/scheduler.py: ttl = heartbeat_interval * 3
@@ -52,7 +53,7 @@ class Status:
     # group): cronctl/cgroups.py. None for a Status built without it.
     containment: Containment | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> shapes.Status:
         return {
             "database": self.database,
             "shared_state": self.shared,
@@ -64,13 +65,18 @@ class Status:
             "next": [{"job": f.job, "next_fire": iso_z(f.at)} for f in self.next],
             "paused": list(self.paused),
             "disabled": list(self.disabled),
-            "containment": None if self.containment is None else self.containment.to_json(),
+            "containment": None if self.containment is None else containment_json(self.containment),
             **self.attention.to_json(),
         }
 
 
-def _execution_json(record: ExecutionRecord) -> dict[str, Any]:
-    progress = None
+def containment_json(containment: Containment) -> shapes.Containment:
+    return {"mechanism": containment.mechanism, "cgroup": containment.base,
+            "reason": containment.reason}
+
+
+def _execution_json(record: ExecutionRecord) -> shapes.Running:
+    progress: shapes.Progress | None = None
     if record.progress_done is not None:
         progress = {"done": record.progress_done, "total": record.progress_total,
                     "message": record.progress_message}
@@ -81,7 +87,7 @@ def _execution_json(record: ExecutionRecord) -> dict[str, Any]:
             "cancel_requested": record.cancel_requested}
 
 
-def _request_json(request: TriggerRequest) -> dict[str, Any]:
+def _request_json(request: TriggerRequest) -> shapes.Queued:
     return {"id": request.id, "job": request.job_id, "origin": request.origin.value,
             "scheduled_at": iso_z(request.scheduled_at) if request.scheduled_at else None,
             "requested_at": iso_z(request.requested_at), "taken_by": request.taken_by or None,

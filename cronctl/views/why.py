@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from cronctl.core.why import Verdict
     from cronctl.jobs.model import JobDefinition
     from cronctl.store.base import Reads
+    from cronctl.views import shapes
 
 _TICK = timedelta(microseconds=1)
 
@@ -162,7 +163,7 @@ def _upstream(job: JobDefinition, planned: datetime, store: Reads, now: datetime
 
 
 def why_document(job: JobDefinition, verdict: Verdict, executions: list[Any]
-                 ) -> dict[str, Any]:
+                 ) -> shapes.Why:
     """``why --json``."""
     from cronctl.ids import occurrence_id
 

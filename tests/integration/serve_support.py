@@ -284,3 +284,49 @@ def stream_post(base: str, path: str, size: int, *, headers: dict[str, str] | No
         sock.close()
     status = int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/1.1 ") else None
     return status, sent, answer
+
+
+SCHEMATHESIS_CONFIG = Path(__file__).parent / "schemathesis.toml"
+
+
+def quick_jobs(project: Project) -> None:
+    """The project's jobs with a ``sync`` that ends at once: schemathesis triggers every
+    job many times, and a trigger answers once a scheduler started the run, which waits
+    for the slow ``sync`` of the other tests to end."""
+    jobs = project.root / "jobs.d" / "jobs.toml"
+    slow = 'command = ["sh", "-c", "for i in $(seq 1 60); do echo \\"line $i\\"; sleep 0.5; done"]'
+    text = jobs.read_text()
+    assert slow in text
+    jobs.write_text(text.replace(slow, 'command = ["sh", "-c", "echo line 1"]'))
+
+
+def start_scheduler(project: Project) -> subprocess.Popen[bytes]:
+    """A real ``cronctl run`` on the project, registered as a live node."""
+    with (project.root / "run.log").open("wb") as log:  # the child keeps its own copy
+        process = subprocess.Popen([sys.executable, "-m", "cronctl", "-c",
+                                    str(project.config), "run"], cwd=project.root,
+                                   stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        assert process.poll() is None, (project.root / "run.log").read_text()
+        status = project.cli("status", "--json")
+        if status.returncode == 0 and json.loads(status.stdout)["nodes"]:
+            return process
+        time.sleep(0.2)
+    process.kill()
+    raise AssertionError("cronctl run registered no node within 30 s")
+
+
+def schemathesis(server: Server, token: str, workdir: Path, *, seed: int, max_examples: int,
+                 get_only: bool, timeout: float) -> subprocess.CompletedProcess[str]:
+    """schemathesis's CLI against the server's OpenAPI document: every check (with
+    :data:`SCHEMATHESIS_CONFIG`), ``token`` on every request, a fixed ``seed``; its
+    example database and reports stay in ``workdir``."""
+    args = [str(Path(sys.executable).parent / "schemathesis"), "--no-color", "--config-file",
+            str(SCHEMATHESIS_CONFIG), "run", f"{server.base}/api/v1/openapi.json",
+            "-H", f"Authorization: Bearer {token}", "--checks", "all", "--seed", str(seed),
+            "--max-examples", str(max_examples), "--request-timeout", "20"]
+    if get_only:
+        args += ["--include-method", "GET"]
+    workdir.mkdir(parents=True, exist_ok=True)
+    return subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=workdir)

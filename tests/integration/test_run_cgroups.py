@@ -338,9 +338,9 @@ def test_status_only_looks_at_a_configured_cgroup(
         cgroup_base: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """``status`` (and the API) run as a user that may not write the scheduler's cgroup:
     what is in force does not depend on that; ``run`` (and ``validate``) does."""
-    from cronctl.views.status import containment
+    from cronctl.views.status import containment, containment_json
 
     monkeypatch.setattr(cgroups.os, "access", lambda path, mode: False)
     assert "is not writable by uid" in cgroups.detect(cgroup_base).reason
-    assert containment(cgroup_base, []).to_json() == {
+    assert containment_json(containment(cgroup_base, [])) == {
         "mechanism": "cgroup", "cgroup": cgroup_base, "reason": "[scheduler] cgroup"}

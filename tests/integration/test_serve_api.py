@@ -151,6 +151,10 @@ def test_after_seq_returns_only_the_newer_lines(project: Project, server: Server
     ("/api/v1/executions?status=exploded", 400, ("history", "--status", "exploded")),
     ("/api/v1/why/backup?at=2026-13-01", 400, ("why", "backup", "2026-13-01")),
     ("/api/v1/jobs/report/next?from=soon", 400, ("next", "report", "--from", "soon")),
+    # integers are declared as such in the OpenAPI document, and keep the CLI's message
+    ("/api/v1/executions?limit=lots", 400, ("history", "--limit", "lots")),
+    ("/api/v1/jobs/report/next?n=0", 400, ("next", "report", "-n", "0")),
+    ("/api/v1/executions/0/logs", 400, ("logs", "0")),
 ])
 def test_errors_are_problem_documents_with_the_cli_message(
         project: Project, server: Server, path: str, status: int, args: tuple[str, ...]
@@ -206,6 +210,9 @@ def test_tokens_roles_and_the_audit_log(project: Project, server: Server) -> Non
     status, _, doc = server.request("POST", f"/api/v1/executions/{eid}/cancel",
                                     token=OPERATE_TOKEN)
     assert status == 409 and doc["detail"] == cli_error(project, "cancel", str(eid))
+    # refused for its parameters before it ran: still an audit row
+    status, _, doc = server.request("POST", "/api/v1/executions/abc/cancel", token=OPERATE_TOKEN)
+    assert status == 400 and doc["detail"] == cli_error(project, "cancel", "abc")
     # every POST is an audit row; no token is ever stored
     rows = cli_json(project, "audit", "--limit", "100")["audit"]
     seen = [(r["actor"], r["action"], r["target"], r["status"]) for r in rows]
@@ -213,7 +220,8 @@ def test_tokens_roles_and_the_audit_log(project: Project, server: Server) -> Non
     for expected in [("viewer", "pause", "backup", 403),
                      ("ops", "pause", "report", 200), ("ops", "resume", "report", 200),
                      ("ops", "pause", "nope", 404), ("ops", "replay", "backup", 200),
-                     ("ops", "replay", "backup", 400), ("ops", "cancel", str(eid), 409)]:
+                     ("ops", "replay", "backup", 400), ("ops", "cancel", str(eid), 409),
+                     ("ops", "cancel", "abc", 400)]:
         assert expected in seen
     assert [r["at"] for r in rows] == sorted((r["at"] for r in rows), reverse=True)
     assert all(r["client"] == "127.0.0.1" for r in rows)

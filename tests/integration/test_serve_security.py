@@ -161,6 +161,9 @@ def test_failed_authentication_is_rate_limited_per_source(server: Server) -> Non
     # while the source is over its limit, even the right token is not looked at: a right
     # guess looks like every other
     assert server.request("GET", "/api/v1/jobs", token=READ_TOKEN)[0] == 429
+    # a request without credentials guesses nothing: still told that it needs a token
+    status, headers, _ = server.request("GET", "/api/v1/jobs", token=None)
+    assert status == 401 and headers["www-authenticate"].startswith("Bearer")
     assert raw(server, "POST", "/login", {"Content-Type": "application/x-www-form-urlencoded"},
                urllib.parse.urlencode({"token": READ_TOKEN}))[0] == 429
     time.sleep(wait + 0.2)
