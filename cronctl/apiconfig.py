@@ -1,5 +1,5 @@
 """``[api]`` in ``cronctl.toml``: what ``cronctl serve`` listens on, where its tokens are
-and how long a read may take (SPEC section 10). A leaf module: :mod:`cronctl.config`
+and how long a read may take (docs/behaviour.md#the-http-api). A leaf module: :mod:`cronctl.config`
 reads the table with :func:`read_api`; the server takes the settings it returns."""
 
 from __future__ import annotations

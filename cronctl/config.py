@@ -41,12 +41,13 @@ if TYPE_CHECKING:
 
 SYSTEM_CONFIG = Path("/etc/cronctl/cronctl.toml")
 MEMORY = "none"
-MAX_CONCURRENT_JOBS = 10_000  # counts are bounded (SPEC section 5)
+MAX_CONCURRENT_JOBS = 10_000  # counts are bounded (docs/behaviour.md#configuration)
 
 
 @dataclass(frozen=True)
 class RetentionSettings:
-    """``[retention]`` (SPEC section 7): what ``cronctl run`` and ``cronctl prune`` keep.
+    """``[retention]`` (docs/behaviour.md#retention-notifications-and-metrics): what ``cronctl run``
+    and ``cronctl prune`` keep.
 
     ``interval`` zero means ``run`` never prunes by itself (``cronctl prune`` still does).
     ``max_log_lines`` caps the job log lines each execution keeps."""
@@ -86,7 +87,8 @@ class Config:
     metrics_listen: tuple[str, int] | None = None
     # [notify]: the notifications of every job (a job's notify table overrides it by key).
     notify: NotifySpec = NotifySpec()
-    # [calendars.NAME] tables (SPEC section 8), built and checked with the jobs.
+    # [calendars.NAME] tables (docs/behaviour.md#spread-calendars-and-dependencies), built and
+    # checked with the jobs.
     calendars: tuple[RawCalendar, ...] = ()
     # [api]: what `cronctl serve` listens on, its tokens, its read deadline.
     api: ApiSettings = ApiSettings()

@@ -30,10 +30,10 @@ class JobContext:
     ``cronctl cancel`` on this execution, or the scheduler is shutting down past its grace.
     ``still_owner()`` asks the store whether this attempt is still the one that counts
     (its row still ``running`` here with its fencing token): call it right before an
-    external side effect; False means another node took the attempt over (SPEC section 4:
-    a frozen scheduler's handlers are at-least-once). It raises when the store cannot be
-    reached (the attempt then fails and is retried, rather than acting unsure).
-    Untracked attempts are always their own owner.
+    external side effect; False means another node took the attempt over
+    (docs/behaviour.md#durability-and-clusters: a frozen scheduler's handlers are at-least-once). It
+    raises when the store cannot be reached (the attempt then fails and is retried, rather than
+    acting unsure). Untracked attempts are always their own owner.
     """
 
     job_id: str

@@ -1,8 +1,8 @@
 """Durations as users write them: ``"90s"``, ``"5m"``, ``"1h30m"``, ``"2d"``, ``"250ms"``
 or a bare number of seconds (int or float, or a string of digits).
 
-Every duration is at most :data:`MAX_DURATION` (100 years, SPEC section 5): longer ones
-are rejected here, in the one parser, so no caller ever overflows ``timedelta`` or
+Every duration is at most :data:`MAX_DURATION` (100 years, docs/behaviour.md#configuration): longer
+ones are rejected here, in the one parser, so no caller ever overflows ``timedelta`` or
 ``datetime`` (``now - 1000000d`` is before year 1) and every value has a one-line error.
 """
 

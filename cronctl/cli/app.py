@@ -288,8 +288,8 @@ def _capital_metavar(param: Any) -> None:
 
 
 def _with_global_options(command: Any) -> None:
-    """SPEC: the global options work on every command, after its name too
-    (``cronctl validate -c x.toml``), not only before it: on ``command`` and on each of
+    """docs/behaviour.md#the-command-line: the global options work on every command, after its name
+    too (``cronctl validate -c x.toml``), not only before it: on ``command`` and on each of
     its subcommands (``db upgrade``)."""
     command.params.extend(_global_params())
     for sub in getattr(command, "commands", {}).values():

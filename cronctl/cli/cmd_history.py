@@ -55,7 +55,7 @@ COLUMNS = (
     Column("ORIGIN", priority=7),
     Column("ERROR", shrink=True, priority=2, floor=20),
 )
-# With --wide only: how a command ended and what it used (SPEC section 9).
+# With --wide only: how a command ended and what it used (docs/behaviour.md#sandbox-and-output).
 WIDE_COLUMNS = (Column("EXIT"), Column("SIGNAL"), Column("CPU"), Column("MAX RSS"))
 HEADERS = [column.header for column in COLUMNS]
 PLAIN_ERROR = 80  # piped, an error is cut to this many characters (unless --wide)

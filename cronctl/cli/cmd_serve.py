@@ -1,6 +1,6 @@
-"""``cronctl serve [--listen ADDR]``: the HTTP API and the dashboard (SPEC section 10).
-This module parses and calls :func:`cronctl.serve.run.serve`; FastAPI, uvicorn and
-Jinja2 are imported only when the command runs."""
+"""``cronctl serve [--listen ADDR]``: the HTTP API and the dashboard
+(docs/behaviour.md#the-http-api). This module parses and calls :func:`cronctl.serve.run.serve`;
+FastAPI, uvicorn and Jinja2 are imported only when the command runs."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """``cronctl spread [--window 24h] [--json]``: the busiest seconds of the coming window.
 
-Counted exactly as the jobs will fire (SPEC section 8): each enabled job's own schedule,
-the one ``next`` and the scheduler use, in its zone and with its DST policies, ``H``
-resolved with its id; interval jobs too. Planned instants, without jitter. Paused flags
-live in the state database, which this command does not read: a paused job is counted.
+Counted exactly as the jobs will fire (docs/behaviour.md#spread-calendars-and-dependencies): each
+enabled job's own schedule, the one ``next`` and the scheduler use, in its zone and with its DST
+policies, ``H`` resolved with its id; interval jobs too. Planned instants, without jitter. Paused
+flags live in the state database, which this command does not read: a paused job is counted.
 """
 
 from __future__ import annotations

@@ -373,9 +373,10 @@ def _sets_database(path: Path) -> bool:
 
 def _watchdog(options: GlobalOptions) -> int:
     """``WatchdogSec``: twice the config's ``heartbeat_interval``. A peer takes a silent
-    node's attempts over after three intervals (its lease, SPEC section 4); a scheduler
-    frozen whole (its command supervisor too) misses its watchdog pings first, and systemd
-    kills its control group, commands included, before anyone may run them again."""
+    node's attempts over after three intervals (its lease,
+    docs/behaviour.md#durability-and-clusters); a scheduler frozen whole (its command supervisor
+    too) misses its watchdog pings first, and systemd kills its control group, commands included,
+    before anyone may run them again."""
     import math
 
     from cronctl.config import load_config

@@ -18,8 +18,9 @@ ExecKey = int
 
 
 class SkipReason(enum.StrEnum):
-    """Why a planned instant did not run: the reasons of a skip record (SPEC section 4,
-    "Every planned instant is accounted for"), plus ``removed``, which is not one."""
+    """Why a planned instant did not run: the reasons of a skip record
+    (docs/behaviour.md#occurrences-and-the-ledger, "Every planned instant is accounted for"), plus
+    ``removed``, which is not one."""
 
     OVERLAP = "overlap"  # the job's previous execution still runs (overlap_policy = skip)
     PAUSED = "paused"  # the job is paused cluster-wide
@@ -115,7 +116,7 @@ class Enqueue:
 @dataclass(frozen=True, slots=True)
 class Missed:
     """A set of instants found missed (at start-up, when the store is back, or after a
-    stall): the one INFO summary of SPEC section 4 "Misfires".
+    stall): the one INFO summary of docs/behaviour.md#misfires.
 
     ``count`` is how many the set holds (``count_exact`` false when counting stopped at a
     cap); ``dropped`` how many of them will not run under the policy (they follow as one

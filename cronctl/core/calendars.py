@@ -1,6 +1,6 @@
-"""Calendars in the core (SPEC section 8): a planned instant whose LOCAL date (in the
-job's zone) a calendar of the job excludes is not run; it is a skip record, reason
-``calendar``, whose detail names the calendar, the date and the rule.
+"""Calendars in the core (docs/behaviour.md#spread-calendars-and-dependencies): a planned instant
+whose LOCAL date (in the job's zone) a calendar of the job excludes is not run; it is a skip record,
+reason ``calendar``, whose detail names the calendar, the date and the rule.
 
 Only a planned instant's own first attempt is judged (a cron fire, or a misfire
 catch-up of an instant): retries and recovered attempts belong to an instant that was

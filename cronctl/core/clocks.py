@@ -1,4 +1,4 @@
-"""A node's wall clock against the database's (SPEC section 4, "Clocks").
+"""A node's wall clock against the database's (docs/behaviour.md#clocks).
 
 Every node of a cluster decides what is due and what is missed with its own wall clock,
 but the instants it handles are shared through the database: a node whose clock runs

@@ -1,4 +1,5 @@
-"""Dependents (SPEC section 8), as pure functions of what the store holds and ``now``.
+"""Dependents (docs/behaviour.md#spread-calendars-and-dependencies), as pure functions of what the
+store holds and ``now``.
 
 For each planned instant ``t`` of its parents' schedule a dependent has one occurrence.
 It fires once every parent's occurrence at ``t`` has its FINAL outcome (after its

@@ -35,7 +35,7 @@ class SkewState(Protocol):
 
 def refuse_on_skew(states: Mapping[str, SkewState], now: datetime, limit: timedelta) -> None:
     """:class:`ClockSkewError` when ``now`` is behind a persisted cursor by more than
-    ``limit`` (SPEC section 4 "Clocks"). The runtime calls it before it writes anything
+    ``limit`` (docs/behaviour.md#clocks). The runtime calls it before it writes anything
     at start, :meth:`SchedulerCore.start` again before it acts."""
     for job_id in sorted(states):
         cursor = states[job_id].cursor

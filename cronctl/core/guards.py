@@ -1,6 +1,6 @@
 """The guards every attempt passes, and the attempts that hold them (the core's base).
 
-In order (the Java scheduler's order, SPEC section 3):
+In order (the Java scheduler's order, docs/behaviour.md#running):
 
 1. *job*: overlap policy. ``skip`` drops a cron fire while the job has an occurrence in
    flight; ``queue_one`` keeps only the newest such fire and admits it when the job is
@@ -15,7 +15,8 @@ In order (the Java scheduler's order, SPEC section 3):
 3. *slot*: at most ``max_concurrent_jobs`` attempts start; the rest wait FIFO.
 
 A scheduled first attempt that waited for a queue_one turn, its group or a slot longer
-than ``misfire_threshold`` is not started: it is skipped as ``expired`` (SPEC section 4).
+than ``misfire_threshold`` is not started: it is skipped as ``expired``
+(docs/behaviour.md#durability-and-clusters).
 
 Cluster-wide (the runtime's and the store's part). Guards held on other nodes are lock
 rows the runtime takes with the execution row; the core only learns of them through
@@ -91,8 +92,8 @@ class Guards:
         self._occ = occurrence_ids
         # Planned instants are due on the wall clock (``now``); retries, deferrals and
         # attempt deadlines are intervals, due on the monotonic clock (``mono``) in their
-        # own heap, so a wall clock that steps neither delays nor hastens them (SPEC
-        # section 4, "Clocks"). Without ``mono`` the core counts it from ``now``.
+        # own heap, so a wall clock that steps neither delays nor hastens them
+        # (docs/behaviour.md#clocks). Without ``mono`` the core counts it from ``now``.
         self._heap: list[tuple[datetime, int, int, str, int, object]] = []
         self._timers: list[tuple[float, int, int, str, int, object]] = []
         self._now: datetime | None = None  # the current event's clocks (see ``_at``)
@@ -164,7 +165,7 @@ class Guards:
         ``stalled``: the scheduler's last stall, for a local overlap).
 
         ``overlap`` says the previous execution still ran at this instant. An instant of a
-        late set (SPEC section 4, "Misfires": due while no scheduler could start it, fired
+        late set (docs/behaviour.md#misfires: due while no scheduler could start it, fired
         late within ``misfire_threshold``) dropped behind an earlier instant of the same
         set was not overlapped in its time: nothing ran then. It is recorded ``misfire``,
         with what happened, so ``history`` and ``why`` do not blame an execution that

@@ -1,4 +1,4 @@
-"""SPEC section 4 "Misfires", as pure functions of a schedule, a job and ``now``.
+"""docs/behaviour.md#misfires, as pure functions of a schedule, a job and ``now``.
 
 On start, when the store is reachable again, and after a stall of the scheduler thread,
 the planned instants of a job after its cursor and up to now form ONE set. If its oldest

@@ -1,6 +1,6 @@
 """Recovery of interrupted executions (a dead node's, or this node's before a restart):
 the same occurrence runs again, as its next attempt, before the misfire policy looks at
-later instants (SPEC section 4)."""
+later instants (docs/behaviour.md#durability-and-clusters)."""
 
 from __future__ import annotations
 
@@ -52,7 +52,8 @@ class Recovery(Guards):
                 continue
             if r.origin in _SCHEDULED_ORIGINS and (js.handled is None or r.planned > js.handled):
                 js.handled = r.planned  # so the misfire policy starts after it
-            if not pending:  # how it ended is unknown: lost, not failed (SPEC section 4)
+            # how it ended is unknown: lost, not failed (docs/behaviour.md#durability-and-clusters)
+            if not pending:
                 out.append(CloseInterrupted(r.execution_id, r.job_id, ExecutionStatus.LOST))
                 if ahead.get((r.job_id, r.planned), 0) > r.attempt:
                     continue

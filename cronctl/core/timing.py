@@ -74,8 +74,8 @@ def jitter_offset(occurrence_id: str, jitter: timedelta) -> timedelta:
 
 def retry_delay(retry_backoff: timedelta, attempt: int) -> timedelta:
     """How long after attempt ``attempt`` (1 = the first) failed the next one starts:
-    ``retry_backoff``, doubling each attempt (SPEC ``retry_backoff``), so attempt 2 runs
-    ``retry_backoff`` after attempt 1, attempt 3 ``2 * retry_backoff`` after attempt 2.
+    ``retry_backoff``, doubling each attempt (docs/behaviour.md#jobs ``retry_backoff``), so attempt
+    2 runs ``retry_backoff`` after attempt 1, attempt 3 ``2 * retry_backoff`` after attempt 2.
 
     The one place this is computed: the core's retries, their recovery after a restart,
     ``trigger --here`` and ``trigger``'s wait for the last attempt all use it."""

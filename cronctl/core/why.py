@@ -131,10 +131,11 @@ def explain(
     """The outcome of ``planned`` (the instant :func:`planned_at_or_before` found for
     ``at``, or None if there is none). ``first_seen``: when a scheduler first had the job
     on this database; nothing before it was planned (None: unknown). ``calendar``: which
-    calendar of the job excludes ``planned`` and why (SPEC section 8), when one does.
-    ``scheduled``: False when no scheduler ever had the job on this database (it has no
-    schedule row): a new job is planned from when a scheduler first has it, never
-    before, so its past instants were not planned (the dashboard's strip says the same)."""
+    calendar of the job excludes ``planned`` and why
+    (docs/behaviour.md#spread-calendars-and-dependencies), when one does. ``scheduled``: False when
+    no scheduler ever had the job on this database (it has no schedule row): a new job is planned
+    from when a scheduler first has it, never before, so its past instants were not planned (the
+    dashboard's strip says the same)."""
     if planned is None:
         return not_planned(job, f"job {job.id} has no planned instant at or before "
                                 f"{_fmt(at)} (within 4 years)", "no_match")

@@ -35,9 +35,9 @@ __all__ = [
 
 
 def resolve_hash(text: str, job_id: str) -> str:
-    """``text`` with each ``H`` (SPEC section 8) replaced by the value(s) it stands for for
-    the job ``job_id``, everything else as written (five fields stay five):
-    ``resolve_hash("H H(1-5) * * *", "backup")`` gives a ``"37 3 * * *"``-style text.
+    """``text`` with each ``H`` (docs/behaviour.md#spread-calendars-and-dependencies) replaced by
+    the value(s) it stands for for the job ``job_id``, everything else as written (five fields stay
+    five): ``resolve_hash("H H(1-5) * * *", "backup")`` gives a ``"37 3 * * *"``-style text.
     Raises :class:`CronSyntaxError` for a malformed ``H``. The same resolution happens in
     ``CronExpression(text, hash_id=job_id)``, whose ``text`` is then the resolved one.
 

@@ -17,7 +17,8 @@ class CronSyntaxError(ValueError):
 
 
 class MissingHashIdError(CronSyntaxError):
-    """An expression with ``H`` (SPEC section 8) and no job id to choose its values from."""
+    """An expression with ``H`` (docs/behaviour.md#spread-calendars-and-dependencies) and no job id
+    to choose its values from."""
 
 
 class UnknownTimezoneError(ValueError):

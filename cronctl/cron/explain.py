@@ -19,7 +19,8 @@ class CronFields(Protocol):
     Values are cron's: seconds and minutes 0-59, hours 0-23, days 1-31, months 1-12,
     weekdays 0-6 with 0 = Sunday. ``nth_weekdays`` holds ``(weekday, k)`` for ``D#k``;
     ``last_weekdays`` the ``DL`` days; ``last_day`` is ``L`` in day-of-month. A day field
-    is restricted when it does not allow every day (decided on the sets, SPEC section 1).
+    is restricted when it does not allow every day (decided on the sets,
+    docs/behaviour.md#schedules).
     """
 
     @property
@@ -220,7 +221,7 @@ def explain(expr: CronFields) -> str:
     time, fixed = _time_phrase(expr)
     parts = [time]
     if expr.dom_restricted and expr.dow_restricted:
-        # The OR rule (SPEC): either day field may match on its own.
+        # The OR rule (docs/behaviour.md#day-matching): either day field may match on its own.
         parts.append(f"{_dom_phrase(expr)} or {_dow_phrase(expr)}")
     elif expr.dom_restricted:
         parts.append(_dom_phrase(expr))

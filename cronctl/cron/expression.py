@@ -97,13 +97,13 @@ def _split(text: str) -> list[str]:
 
 
 class CronExpression:
-    """A parsed cron expression (SPEC section 1). Immutable and hashable.
+    """A parsed cron expression (docs/behaviour.md#schedules). Immutable and hashable.
 
     Equality is on what the expression fires on (the value sets, ``L``/``#``/``NL`` and
     whether the hour field is periodic), so ``*/1`` equals ``*``. ``text`` is the
     normalized six-field spelling: macros expanded, names upper-cased, ``?`` as ``*``.
 
-    ``H`` (SPEC section 8) needs the id of the job it is for:
+    ``H`` (docs/behaviour.md#spread-calendars-and-dependencies) needs the id of the job it is for:
     ``CronExpression("H H(1-5) * * *", hash_id="backup")``. Then ``text`` is the resolved
     expression (``"0 37 3 * * *"``-style: what fires), ``written`` the normalized text with
     its ``H`` items as written (``"0 H H(1-5) * * *"``) and ``hash_id`` the id; without
@@ -175,14 +175,15 @@ class CronExpression:
         put(self, "last_day", dom.last_day)
         put(self, "nth_weekdays", dow.nth)
         put(self, "last_weekdays", dow.last_weekdays)
-        # SPEC: "restricted" is decided on the sets, not on the text (unlike Vixie cron),
-        # so equal sets behave equally; L, #k and NL always restrict.
+        # docs/behaviour.md#day-matching: "restricted" is decided on the sets, not on the text
+        # (unlike Vixie cron), so equal sets behave equally; L, #k and NL always restrict.
         dom_r = dom.last_day or dom.values != frozenset(range(1, 32))
         dow_r = bool(dow.nth or dow.last_weekdays) or dow.values != frozenset(range(7))
         put(self, "dom_restricted", dom_r)
         put(self, "dow_restricted", dow_r)
-        # DST policy "auto" depends on how the hour field was *written* (SPEC): "*", "*/2"
-        # are periodic, "0-23" is a fixed list of hours.
+        # DST policy "auto" depends on how the hour field was *written*
+        # (docs/behaviour.md#time-zones-and-daylight-saving): "*", "*/2" are periodic, "0-23" is a
+        # fixed list of hours.
         put(self, "periodic_hours", raw[2].startswith("*"))
         put(self, "_key", (
             sec.values, minute.values, hour.values, dom.values, dom.last_day, month.values,
@@ -309,7 +310,8 @@ class CronExpression:
             or (weekday in self.last_weekdays and day + 7 > length)
         )
         if self.dom_restricted and self.dow_restricted:
-            return dom_ok or dow_ok  # SPEC: both restricted -> either matches
+            # docs/behaviour.md#day-matching: both restricted -> either matches
+            return dom_ok or dow_ok
         if self.dom_restricted:
             return dom_ok
         if self.dow_restricted:

@@ -42,7 +42,8 @@ class FieldSpec:
         self.names: Mapping[str, int] = names if names is not None else {}
 
     def error(self, message: str, text: str) -> CronSyntaxError:
-        # SPEC: the error names the field, the offending text and the allowed range.
+        # docs/behaviour.md#cron-expressions: the error names the field, the offending text and the
+        # allowed range.
         allowed = f"{self.low}-{self.high}"
         if allowed not in message and "out of range" not in message:
             message += f" (allowed: {allowed})"
@@ -160,8 +161,9 @@ def _range_item(spec: FieldSpec, item: str) -> set[int]:
 
 
 def is_hash_item(item: str) -> bool:
-    """Whether one comma-list item is an ``H`` item (SPEC section 8). No month or day
-    name starts with H, so the first letter decides."""
+    """Whether one comma-list item is an ``H`` item
+    (docs/behaviour.md#spread-calendars-and-dependencies). No month or day name starts with H, so
+    the first letter decides."""
     return item[:1] in ("H", "h")
 
 

@@ -1,8 +1,8 @@
 """Jenkins-style hash spread: ``H`` in a field stands for values chosen from the job id.
 
-SPEC section 8 is the contract, and it is exact, because every node and every restart
-must pick the same values without talking to each other. For field number ``i``
-(0 = second ... 5 = day-of-week, in the six-field order):
+docs/behaviour.md#spread-calendars-and-dependencies is the contract, and it is exact, because every
+node and every restart must pick the same values without talking to each other. For field number
+``i`` (0 = second ... 5 = day-of-week, in the six-field order):
 
     h_i = int.from_bytes(sha256(f"{job_id}\\0{i}".encode()).digest()[:8], "big")
 
@@ -46,7 +46,8 @@ _ITEM = re.compile(r"H(?:\((?P<range>[^()]*)\))?(?:/(?P<step>.*))?", re.IGNORECA
 
 
 def field_hash(job_id: str, index: int) -> int:
-    """``h_i`` of SPEC section 8 for field number ``index`` (0 = second)."""
+    """``h_i`` of docs/behaviour.md#spread-calendars-and-dependencies for field number ``index`` (0
+    = second)."""
     digest = hashlib.sha256(f"{job_id}\0{index}".encode()).digest()
     return int.from_bytes(digest[:8], "big")
 

@@ -43,7 +43,8 @@ from cronctl.cron.zones import (
     zone_name,
 )
 
-HORIZON = timedelta(days=4 * 365 + 1)  # SPEC: no fire within 4 years = never fires
+# docs/behaviour.md#cron-expressions: no fire within 4 years = never fires
+HORIZON = timedelta(days=4 * 365 + 1)
 _HORIZON_SECONDS = int(HORIZON.total_seconds())
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _SECOND = timedelta(seconds=1)
@@ -67,7 +68,7 @@ _E = TypeVar("_E", DstGap, DstFold)
 
 
 def _choice(kind: type[_E], value: object, key: str) -> _E:
-    """Enum values are case-insensitive and accept ``-`` for ``_`` (SPEC section 2)."""
+    """Enum values are case-insensitive and accept ``-`` for ``_`` (docs/behaviour.md#jobs)."""
     if isinstance(value, kind):
         return value
     if isinstance(value, str):
@@ -101,7 +102,8 @@ class Schedule:
     ``expr`` may be a string (``"0 30 2 * * *"``, ``"@daily"``, ``"@every 90s"``);
     ``tz`` an IANA name or a ``tzinfo``. Immutable; pure (no clock reads): callers pass
     the instant to search from. ``hash_id`` is the job id a string expression's ``H``
-    items are resolved with (SPEC section 8; ignored when ``expr`` is parsed already).
+    items are resolved with (docs/behaviour.md#spread-calendars-and-dependencies; ignored when
+    ``expr`` is parsed already).
     """
 
     __slots__ = ("expression", "interval", "zone", "timezone", "dst_gap", "dst_fold",
@@ -139,8 +141,9 @@ class Schedule:
         gap = _choice(DstGap, dst_gap, "dst_gap")
         fold = _choice(DstFold, dst_fold, "dst_fold")
         cron = expr if isinstance(expr, CronExpression) else None
-        # SPEC "auto": jobs periodic across hours keep their rhythm (skip gaps, fire both
-        # passes of a fold); fixed-time jobs run exactly once a day (shift, first).
+        # docs/behaviour.md#time-zones-and-daylight-saving "auto": jobs periodic across hours keep
+        # their rhythm (skip gaps, fire both passes of a fold); fixed-time jobs run exactly once a
+        # day (shift, first).
         periodic = cron is None or cron.periodic_hours
         if gap is DstGap.AUTO:
             gap = DstGap.SKIP if periodic else DstGap.SHIFT

@@ -36,7 +36,8 @@ log = logging.getLogger("cronctl.dispatch")
 job_log = logging.getLogger("cronctl.job")
 
 MAX_BUFFERED_LINES = 200_000  # across executions, while the database is unreachable
-MAX_LINES_PER_EXECUTION = 10_000  # SPEC section 7: [retention] max_log_lines
+# docs/behaviour.md#retention-notifications-and-metrics: [retention] max_log_lines
+MAX_LINES_PER_EXECUTION = 10_000
 MAX_MESSAGE_CHARS = 64 * 1024
 
 def _level_name(level: int) -> str:

@@ -1,4 +1,5 @@
-"""The output an execution keeps (SPEC section 9): its first half and its last half.
+"""The output an execution keeps (docs/behaviour.md#sandbox-and-output): its first half and its last
+half.
 
 One :class:`OutputBudget` per execution, for commands and Python handlers alike, bounds
 both the bytes (``output_limit``, default 1 MiB) and the lines (``[retention]

@@ -279,7 +279,8 @@ class PythonDispatcher:
         return handle
 
     def _bounded(self, request: DispatchRequest, sink: LogSink) -> BoundedSink:
-        """The attempt's log lines through its output budget (SPEC section 9)."""
+        """The attempt's log lines through its output budget
+        (docs/behaviour.md#sandbox-and-output)."""
         return BoundedSink(sink, OutputBudget(request.job.output_limit, self._max_lines))
 
     def stage(self, request: DispatchRequest, sink: LogSink,

@@ -1,4 +1,4 @@
-"""Who a command runs as and what it may use (SPEC section 9).
+"""Who a command runs as and what it may use (docs/behaviour.md#sandbox-and-output).
 
 :func:`switch_for` resolves ``user``/``group`` in the parent, at every spawn (a user
 removed since validation fails that attempt, one line, rather than running it as the

@@ -1,7 +1,7 @@
-"""The supervisor: ends command process groups when the scheduler stops beating (SPEC
-section 4, "No attempt outlives its scheduler": also a scheduler that is alive but
-frozen by SIGSTOP, swap or a paused VM must not leave its commands running once its
-lease can be taken over).
+"""The supervisor: ends command process groups when the scheduler stops beating
+(docs/behaviour.md#liveness, "No attempt outlives its scheduler": also a scheduler that is alive but
+frozen by SIGSTOP, swap or a paused VM must not leave its commands running once its lease can be
+taken over).
 
 It is a small process of its own (its own session, so a stop signal to the scheduler's
 process group does not stop it), fed through a pipe by the scheduler:

@@ -13,7 +13,7 @@ Here the handler is resolved as in the scheduler (the scheduler's ``sys.path``, 
 ``python_path``, comes in ``CRONCTL_WORKER_PATH``; ``-I`` keeps the working directory and
 ``PYTHON*`` variables out) behind the same import guard (:mod:`cronctl.trust`), called
 with a :class:`~cronctl.context.JobContext` built from the ``CRONCTL_*`` variables
-(SPEC section 3) when it takes one, awaited when it is ``async``. ``ctx.log`` writes its
+(docs/behaviour.md#running) when it takes one, awaited when it is ``async``. ``ctx.log`` writes its
 records, marked with their level (:mod:`cronctl.dispatch.workerlines`: the job log keeps
 that level), to standard error; ``ctx.progress()`` writes a line; ``ctx.is_cancelled()``
 turns true on SIGTERM; ``ctx.still_owner()`` raises (the store is the scheduler's, not the

@@ -187,7 +187,8 @@ def build_job(raw: RawJob, ctx: BuildContext) -> BuildResult:
                           "(e.g. \"90s\")")
     elif "cron" in values:
         try:
-            # H (SPEC section 8) is resolved here, once, with the job's own id.
+            # H (docs/behaviour.md#spread-calendars-and-dependencies) is resolved here, once, with
+            # the job's own id.
             expression = parse_cron(to_text(values["cron"], blank_ok=False),
                                     raw.id if isinstance(raw.id, str) else None)
         except (BadValue, CronSyntaxError) as exc:

@@ -1,4 +1,5 @@
-"""Calendars (SPEC section 8): days on which a job's planned instants do not run.
+"""Calendars (docs/behaviour.md#spread-calendars-and-dependencies): days on which a job's planned
+instants do not run.
 
 A :class:`Calendar` is a frozen value built once from a ``[calendars.NAME]`` table. The
 one question everything asks it is :meth:`Calendar.rule_for`: "is this LOCAL date (of a

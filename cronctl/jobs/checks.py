@@ -1,5 +1,5 @@
 """Checks that need a built schedule or a live import: never-firing schedules, the
-warnings of SPEC section 2, whether ``service:``/``python:`` targets resolve, and whether
+warnings of docs/behaviour.md#jobs, whether ``service:``/``python:`` targets resolve, and whether
 a command's program exists."""
 
 from __future__ import annotations

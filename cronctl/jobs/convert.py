@@ -31,7 +31,7 @@ from cronctl.jobs.model import (
 from cronctl.jobs.tomlfile import MAX_STRING, MAX_STRING_TEXT
 from cronctl.jobs.violation import did_you_mean
 
-# Every key a job table may hold (SPEC section 2), in the order docs list them.
+# Every key a job table may hold (docs/behaviour.md#jobs), in the order docs list them.
 JOB_KEYS = (
     "cron", "every", "anchor", "timezone", "target", "command", "shell", "enabled", "mode",
     "overlap_policy", "serial_group", "misfire_policy", "misfire_threshold", "catchup_limit",
@@ -120,7 +120,7 @@ def to_text(value: Any, *, blank_ok: bool = True) -> str:
     return no_nul(value)
 
 
-# Counts are bounded too (SPEC section 5): a value out of range is a violation.
+# Counts are bounded too (docs/behaviour.md#configuration): a value out of range is a violation.
 MAX_ATTEMPTS = 100
 MAX_CATCHUP = 100_000
 

@@ -40,8 +40,9 @@ from cronctl.jobs.toml_source import DAYS_OR
 from cronctl.jobs.tomlfile import MAX_STRING, MAX_STRING_TEXT
 
 _MACROS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
-# ``--spread``: the hash-spread form (SPEC section 8) offered for these macros, as Jenkins
-# reads them: hourly at a minute of the job's own, daily at a minute and hour of its own.
+# ``--spread``: the hash-spread form (docs/behaviour.md#spread-calendars-and-dependencies) offered
+# for these macros, as Jenkins reads them: hourly at a minute of the job's own, daily at a minute
+# and hour of its own.
 SPREAD_MACROS = {"@hourly": "H * * * *", "@daily": "H H * * *", "@midnight": "H H * * *"}
 _ENV = re.compile(r"\s*([^\s=]+)\s*=(.*)")
 _MAX_DELAY_MINUTES = 36525 * 1440
@@ -79,7 +80,8 @@ class CrontabJob:
         if self.mail:
             table["notify"] = {"mail": self.mail[0] if len(self.mail) == 1 else list(self.mail)}
         if self.user and self.user != "root":
-            # cron ran it as this user: so does cronctl (SPEC section 9), never as root
+            # cron ran it as this user: so does cronctl (docs/behaviour.md#sandbox-and-output),
+            # never as root
             table["user"] = self.user
         return table
 

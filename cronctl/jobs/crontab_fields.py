@@ -5,7 +5,7 @@ Two differences matter:
 
 * **The day rule.** Vixie/Debian cron looks at the field *text*: when day-of-month or
   day-of-week starts with ``*``, a day must match BOTH (AND); otherwise EITHER (OR).
-  cronctl looks at the *sets* (SPEC section 1): a field is restricted when its set is
+  cronctl looks at the *sets* (docs/behaviour.md#schedules): a field is restricted when its set is
   not the whole range; two restricted fields are OR, else the restricted one decides.
   So ``0 4 1-31 * 1`` is every day in cron (OR with an always-true side) but Mondays in
   cronctl, and ``0 4 */2 * 1`` is odd days that are Mondays in cron (AND) but odd days

@@ -101,7 +101,7 @@ def cron_job(
     output_limit: int | str | None = None,
     long_running_after: Duration | None = None,
 ) -> Callable[[F], F]:
-    """Schedule an ``@operation`` of an ``@service`` class (SPEC section 2 keys).
+    """Schedule an ``@operation`` of an ``@service`` class (docs/behaviour.md#jobs keys).
 
     Arguments left at ``None`` are unset: a ``jobs.d`` table with the same ``id`` may set
     them, else the mode-based defaults apply. May be stacked to give one operation

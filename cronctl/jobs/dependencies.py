@@ -1,4 +1,5 @@
-"""Dependents (SPEC section 8): ``after = ["extract", "load:any"]``, checked across jobs.
+"""Dependents (docs/behaviour.md#spread-calendars-and-dependencies): ``after = ["extract",
+"load:any"]``, checked across jobs.
 
 A dependent has no schedule of its own: it runs at its parents' planned instants, so all
 its parents must share one schedule (the same expression or interval, zone and DST

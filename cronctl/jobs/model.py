@@ -1,4 +1,4 @@
-"""The job model: frozen definitions and the enums of SPEC section 2.
+"""The job model: frozen definitions and the enums of docs/behaviour.md#jobs.
 
 A :class:`JobDefinition` is fully resolved: TOML over decorator over mode defaults has
 already been applied by the loader, so everything below (core, runtime, store) reads
@@ -53,7 +53,8 @@ class Isolation(_Choice):
     """Where a Python target's attempt runs (commands always run as a process)."""
 
     THREAD = "thread"  # in the scheduler's process, on its worker threads
-    PROCESS = "process"  # a child process of its own, like a command (SPEC section 9)
+    # a child process of its own, like a command (docs/behaviour.md#sandbox-and-output)
+    PROCESS = "process"
 
 
 class OverlapPolicy(_Choice):
@@ -77,7 +78,7 @@ class ExecutionStatus(_Choice):
     CANCELLED = "cancelled"
     DEAD_LETTER = "dead_letter"
     # Taken over by recovery while its outcome was unknown (its node stopped answering):
-    # never a guess such as failed (SPEC section 4).
+    # never a guess such as failed (docs/behaviour.md#durability-and-clusters).
     LOST = "lost"
 
     @property
@@ -140,8 +141,8 @@ class PythonTarget:
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """``limits = {...}`` of a command job (SPEC section 9): each one applied to the child
-    with ``setrlimit`` before exec; ``None`` leaves the scheduler's own limit."""
+    """``limits = {...}`` of a command job (docs/behaviour.md#sandbox-and-output): each one applied
+    to the child with ``setrlimit`` before exec; ``None`` leaves the scheduler's own limit."""
 
     memory: int | None = None  # bytes of address space (RLIMIT_AS)
     cpu_time: int | None = None  # seconds of CPU (RLIMIT_CPU)
@@ -169,7 +170,8 @@ class ResourceUsage:
 @dataclass(frozen=True, slots=True)
 class CommandTarget:
     """A child process: ``argv`` run without a shell unless ``shell`` (then ``argv[0]`` is
-    the shell command line). ``user``/``group``: who it runs as (SPEC section 9)."""
+    the shell command line). ``user``/``group``: who it runs as
+    (docs/behaviour.md#sandbox-and-output)."""
 
     argv: tuple[str, ...]
     shell: bool = False
@@ -208,10 +210,11 @@ class JobDefinition:
     """One validated job. ``schedule_text`` is what ``cronctl next``/``list`` show: the
     normalized cron expression, or ``@every <duration>`` for interval jobs.
 
-    ``cron`` is the expression that fires: with ``H`` (SPEC section 8) already resolved
-    with the job's id, so everything that builds a schedule from it needs no id.
-    ``cron_written`` is the expression as written (normalized, ``H`` kept) when it used
-    ``H``, else ``None``; ``written_text`` gives it, or ``schedule_text`` without ``H``."""
+    ``cron`` is the expression that fires: with ``H``
+    (docs/behaviour.md#spread-calendars-and-dependencies) already resolved with the job's id, so
+    everything that builds a schedule from it needs no id. ``cron_written`` is the expression as
+    written (normalized, ``H`` kept) when it used ``H``, else ``None``; ``written_text`` gives it,
+    or ``schedule_text`` without ``H``."""
 
     id: str
     target: Target
@@ -239,7 +242,8 @@ class JobDefinition:
     dst_gap: DstGap = DstGap.AUTO
     dst_fold: DstFold = DstFold.AUTO
     late_after: timedelta | None = None  # not started this long after planned: "late"
-    # Output kept per execution (SPEC section 9): the first and the last half of it.
+    # Output kept per execution (docs/behaviour.md#sandbox-and-output): the first and the last half
+    # of it.
     output_limit: int = DEFAULT_OUTPUT_LIMIT
     # python:/service: targets: a process of their own (killable like a command, the
     # default) or the scheduler's threads (at-least-once under a freeze: docs/liveness.md)

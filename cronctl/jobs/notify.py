@@ -1,4 +1,5 @@
-"""Who is told what (SPEC section 7): the global ``[notify]`` table and a job's ``notify``.
+"""Who is told what (docs/behaviour.md#retention-notifications-and-metrics): the global ``[notify]``
+table and a job's ``notify``.
 
 Both are read by :func:`read_notify` into a :class:`NotifySpec` holding only the keys
 that table sets; a job's table overrides the global one key by key (:meth:`NotifySpec.

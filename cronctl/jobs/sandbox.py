@@ -1,5 +1,6 @@
-"""The sandbox keys of a command job (SPEC section 9): ``user``, ``group``, ``limits``, and
-the output and duration keys of every job (``output_limit``, ``long_running_after``).
+"""The sandbox keys of a command job (docs/behaviour.md#sandbox-and-output): ``user``, ``group``,
+``limits``, and the output and duration keys of every job (``output_limit``,
+``long_running_after``).
 
 Converters raise :class:`~cronctl.jobs.convert.BadValue` with a one-line message; the
 checks of who a job runs as need the password and group databases of this host.

@@ -17,7 +17,7 @@ from typing import Any
 
 from cronctl.jobs.violation import Violation, display_path, one_line
 
-# The longest string a job or config value may be (SPEC section 5: everything is
+# The longest string a job or config value may be (docs/behaviour.md#configuration: everything is
 # bounded): a command line, a path, a description. Longer strings were read, split and
 # quoted back whole (splitting a 10 MB command took over a minute).
 MAX_STRING = 128 * 1024

@@ -1,8 +1,8 @@
 """Whether the store can be reached, and the probe that finds out when it is back.
 
-SPEC section 4: the database being unreachable does not crash ``run``; it logs, retries
-with backoff, and on return the misfire policy covers what was missed. One WARNING when
-the store goes down (whichever thread notices first), one INFO when it is back; while it
+docs/behaviour.md#durability-and-clusters: the database being unreachable does not crash ``run``; it
+logs, retries with backoff, and on return the misfire policy covers what was missed. One WARNING
+when the store goes down (whichever thread notices first), one INFO when it is back; while it
 is down, nothing else touches the store: tracked fires are not started (the core
 remembers them), periodic store work is skipped, and one probe on the I/O thread retries
 with a doubling delay.

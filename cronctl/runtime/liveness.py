@@ -1,5 +1,5 @@
 """This node's heartbeat and the judgement of the others, on a thread of their own and on
-the monotonic clock (SPEC section 4: "Liveness never trusts a node's wall clock", "No
+the monotonic clock (docs/behaviour.md#liveness: "Liveness never trusts a node's wall clock", "No
 attempt outlives its scheduler").
 
 Every :data:`CHECK_INTERVAL` the thread asks the store which nodes are dead (one query;

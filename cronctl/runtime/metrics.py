@@ -1,4 +1,5 @@
-"""Prometheus metrics and ``/healthz`` of ``cronctl run`` (SPEC section 7, ``[metrics]``).
+"""Prometheus metrics and ``/healthz`` of ``cronctl run``
+(docs/behaviour.md#retention-notifications-and-metrics, ``[metrics]``).
 
 The metrics live in a :class:`~prometheus_client.CollectorRegistry` of their own, never
 the process-global one (an application embedding the scheduler keeps its registry to
@@ -47,8 +48,8 @@ log = logging.getLogger("cronctl.runtime")
 # full, a minute and more when fires wait for the store.
 LATENESS_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
                     10.0, 30.0, 60.0, 300.0)
-# What finished commands used (SPEC section 9): from a shell one-liner to hours of CPU, and
-# from a few megabytes to many gigabytes of resident memory.
+# What finished commands used (docs/behaviour.md#sandbox-and-output): from a shell one-liner to
+# hours of CPU, and from a few megabytes to many gigabytes of resident memory.
 CPU_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0)
 RSS_BUCKETS = tuple(float(2**n) for n in range(20, 37, 2))  # 1 MiB ... 64 GiB
 LOOP_STALE = 10.0  # seconds without a loop beat before /healthz calls the scheduler stalled

@@ -1,5 +1,6 @@
-"""Pruning inside ``cronctl run`` (SPEC section 7): every ``[retention] interval`` one
-pass, on one node at a time cluster-wide, in small steps on the I/O thread.
+"""Pruning inside ``cronctl run`` (docs/behaviour.md#retention-notifications-and-metrics): every
+``[retention] interval`` one pass, on one node at a time cluster-wide, in small steps on the I/O
+thread.
 
 - One node at a time: a pass starts only on the node that takes the guard lock
   :data:`~cronctl.store.records.PRUNE_LOCK` (a row in ``guard_locks``). The node drops it

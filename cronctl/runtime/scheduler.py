@@ -144,7 +144,7 @@ class Scheduler:
         if self._started:
             raise RuntimeError("Scheduler.start() was already called")
         self._started = True
-        # SPEC section 4 "Clocks": a clock ahead of the database's, or behind a persisted
+        # docs/behaviour.md#clocks: a clock ahead of the database's, or behind a persisted
         # cursor, is refused before anything is written (no node row, no timestamp).
         self.clocks.measure()
         self.clocks.refuse_if_ahead()

@@ -1,5 +1,5 @@
-"""Dependents in ``cronctl run`` (SPEC section 8): the store poll that decides each
-dependent's occurrences once its parents' occurrences have ended.
+"""Dependents in ``cronctl run`` (docs/behaviour.md#spread-calendars-and-dependencies): the store
+poll that decides each dependent's occurrences once its parents' occurrences have ended.
 
 On the I/O thread, every store poll: for each dependent, the planned instants of its
 parents' schedule after its cursor (the instant up to which every occurrence is decided)

@@ -1,4 +1,4 @@
-"""``cronctl serve``: the HTTP API and the dashboard (SPEC section 10).
+"""``cronctl serve``: the HTTP API and the dashboard (docs/behaviour.md#the-http-api).
 
 FastAPI serves it, uvicorn runs it, Jinja2 renders the pages. Every document comes from
 :mod:`cronctl.views`, the same functions the CLI's ``--json`` uses; everything is read

@@ -1,4 +1,4 @@
-"""Who is asking, and may they (SPEC section 10; docs/serve-security.md).
+"""Who is asking, and may they (docs/behaviour.md#the-http-api; docs/serve-security.md).
 
 Every request presents a token, either as ``Authorization: Bearer <token>`` (API clients)
 or through a browser session: the dashboard's login form takes a token and opens a

@@ -121,7 +121,8 @@ class FirePath(Protocol):
         change also requires the row to carry that token, so a writer whose claim is stale
         changes nothing. A row that recovery closed (its node was judged dead) is not
         ``running`` any more, so the late final status of its first node is refused
-        either way; the runtime logs that refusal (SPEC section 4, "Fencing")."""
+        either way; the runtime logs that refusal
+        (docs/behaviour.md#single-instance-jobs-and-fencing)."""
         ...
 
     def claim_execution(
@@ -157,9 +158,9 @@ class FirePath(Protocol):
     def record_fenced(self, execution_id: int, status: ExecutionStatus, at: datetime, *,
                       error: str | None = None) -> bool:
         """Keep ``status``, a final status the store refused as stale (the attempt was
-        taken over, SPEC section 4), beside the row's own: ``fenced_status`` and
-        ``fenced_at`` (when it really ended); ``error``, when given, replaces the row's
-        error in the same write (what was learnt: an overlap with the next attempt). The
+        taken over, docs/behaviour.md#durability-and-clusters), beside the row's own:
+        ``fenced_status`` and ``fenced_at`` (when it really ended); ``error``, when given, replaces
+        the row's error in the same write (what was learnt: an overlap with the next attempt). The
         first one kept stays; the row's status never changes. False when there is no such
         row or one was kept already."""
         ...

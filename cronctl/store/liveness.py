@@ -1,4 +1,4 @@
-"""Whether a scheduler node is alive, judged without its wall clock (SPEC section 4,
+"""Whether a scheduler node is alive, judged without its wall clock (docs/behaviour.md#liveness,
 "Liveness never trusts a node's wall clock").
 
 PostgreSQL: a registered node holds a session-level advisory lock keyed on its id, on a

@@ -1,6 +1,6 @@
-"""What notifications need of the store (SPEC section 7): the marks that let one node of
-the cluster send a decision's event, the outcome of a job's previous occurrence (for
-``recovered``), and each node's delivery failures (for ``cronctl status``)."""
+"""What notifications need of the store (docs/behaviour.md#retention-notifications-and-metrics): the
+marks that let one node of the cluster send a decision's event, the outcome of a job's previous
+occurrence (for ``recovered``), and each node's delivery failures (for ``cronctl status``)."""
 
 from __future__ import annotations
 

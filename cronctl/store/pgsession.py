@@ -13,8 +13,8 @@ node logs "store unreachable" and retries before another node takes over its wor
 - ``statement_timeout`` (server side): a statement stuck behind a lock or a slow plan.
 
 The server gets the same keepalive and user timeouts for its side of the session, so a
-node cut off from the server loses its advisory lock (SPEC section 4) within seconds,
-not after the kernel's two hours.
+node cut off from the server loses its advisory lock (docs/behaviour.md#durability-and-clusters)
+within seconds, not after the kernel's two hours.
 """
 
 from __future__ import annotations

@@ -89,7 +89,8 @@ class ExecutionRecord:
     cancel_requested: bool = False
     pgid: int | None = None  # a command's process group (its leader's pid)
     process_start: str | None = None  # the leader's identity (cronctl.processes)
-    # How a command ended and what it used (SPEC section 9), with its final status.
+    # How a command ended and what it used (docs/behaviour.md#sandbox-and-output), with its final
+    # status.
     exit_code: int | None = None
     signal: str | None = None
     cpu_seconds: float | None = None

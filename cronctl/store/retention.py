@@ -1,4 +1,5 @@
-"""Retention: deleting what ``[retention]`` no longer keeps (SPEC section 7).
+"""Retention: deleting what ``[retention]`` no longer keeps
+(docs/behaviour.md#retention-notifications-and-metrics).
 
 A pass is many small transactions (:meth:`Retention.prune_step`), each deleting at most
 ``batch`` rows, so that a pass over millions of rows never holds SQLite's write lock (or

@@ -1,4 +1,5 @@
-"""The skip ledger: planned instants that did not run, and why (SPEC section 4).
+"""The skip ledger: planned instants that did not run, and why
+(docs/behaviour.md#durability-and-clusters).
 
 A row is a run of consecutive planned instants with one reason. Nodes that take the
 same decision (every node sees a single_instance job's lock held at the same instant;

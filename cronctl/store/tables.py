@@ -56,7 +56,7 @@ class UtcDateTime(sa.types.TypeDecorator[datetime]):
 # Integer ids: BIGINT on PostgreSQL, INTEGER (the rowid alias) on SQLite.
 BigId = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
-ID_LEN = 200  # job and node ids: SPEC allows 1-200 chars
+ID_LEN = 200  # job and node ids: docs/behaviour.md#jobs allows 1-200 chars
 PROCESS_IDENT_LEN = 64  # "<boot id>:<start ticks>" (cronctl.processes.identity)
 
 job_schedules = sa.Table(

@@ -1,6 +1,6 @@
 """The part of the :class:`~cronctl.store.base.Store` Protocol that keeps a long-running
-installation accounted for and bounded: the skip ledger (SPEC section 4), notification
-marks and delivery failures, and retention (section 7). Same conventions as
+installation accounted for and bounded: the skip ledger (docs/behaviour.md#durability-and-clusters),
+notification marks and delivery failures, and retention (section 7). Same conventions as
 :mod:`cronctl.store.base`."""
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ class Upkeep(Protocol):
         notifies)."""
         ...
 
-    # --- notifications (SPEC section 7) ------------------------------------------------
+    # --- notifications (docs/behaviour.md#retention-notifications-and-metrics)
+    # ------------------------------------------------
 
     def claim_notice(self, key: str, *, event: str, job_id: str, node_id: str,
                      now: datetime | None = None) -> bool:

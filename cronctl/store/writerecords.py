@@ -85,10 +85,10 @@ class SkipRun:
     """Planned instants of one job that did not run, for one reason: ``count`` consecutive
     planned instants from ``first_at`` to ``last_at`` (equal for a single instant).
 
-    ``reason`` is a skip reason of SPEC section 4 (``overlap``, ``paused``, ``misfire``,
-    ``unresolved_target``, ``superseded``, ``expired``). ``scope_node`` is ``None`` for a
-    cluster-wide decision (single_instance) and the node id for an every_instance job;
-    ``node_id`` is the node that decided."""
+    ``reason`` is a skip reason of docs/behaviour.md#durability-and-clusters (``overlap``,
+    ``paused``, ``misfire``, ``unresolved_target``, ``superseded``, ``expired``). ``scope_node`` is
+    ``None`` for a cluster-wide decision (single_instance) and the node id for an every_instance
+    job; ``node_id`` is the node that decided."""
 
     job_id: str
     reason: str
@@ -102,8 +102,8 @@ class SkipRun:
 
 @dataclass(frozen=True, slots=True)
 class PrunePolicy:
-    """What a prune pass deletes (SPEC section 7, ``[retention]``), as instants: the
-    caller turns its durations into cutoffs with its own ``now``.
+    """What a prune pass deletes (docs/behaviour.md#retention-notifications-and-metrics,
+    ``[retention]``), as instants: the caller turns its durations into cutoffs with its own ``now``.
 
     - finished executions (any status but ``pending``/``running``) planned AND ended
       before ``executions_before``, except the newest ``keep_last`` finished executions

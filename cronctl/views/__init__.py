@@ -1,4 +1,5 @@
-"""The documents cronctl shows: one serializer per shape (STYLE habit 12).
+"""The documents cronctl shows: one serializer per shape
+(docs/architecture.md#one-serializer-per-shape).
 
 The CLI's ``--json`` output and the HTTP API (:mod:`cronctl.serve`) build their JSON
 documents with the functions of this package and nothing else, so ``cronctl history

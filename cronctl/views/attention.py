@@ -1,6 +1,7 @@
-"""What ``cronctl status`` points out (SPEC section 7): failing jobs (their last occurrence
-ended ``failed`` or ``dead_letter``), late jobs (``late_after`` passed since a planned
-instant that nobody started or skipped) and nodes whose notifications fail."""
+"""What ``cronctl status`` points out (docs/behaviour.md#retention-notifications-and-metrics):
+failing jobs (their last occurrence ended ``failed`` or ``dead_letter``), late jobs (``late_after``
+passed since a planned instant that nobody started or skipped) and nodes whose notifications
+fail."""
 
 from __future__ import annotations
 

@@ -55,7 +55,8 @@ def execution_json(record: ExecutionRecord) -> shapes.Execution:
         "node": record.node_id,
         "origin": record.origin.value,
         "error": record.error,
-        # how a command ended and what it used (SPEC section 9); null for Python handlers
+        # how a command ended and what it used (docs/behaviour.md#sandbox-and-output); null for
+        # Python handlers
         "exit_code": record.exit_code,
         "signal": record.signal,
         "cpu_seconds": record.cpu_seconds,
@@ -79,9 +80,9 @@ def rows_json(key: str, rows: Sequence[Mapping[str, object]]) -> str:
 
 
 def fenced_note(record: ExecutionRecord) -> str | None:
-    """What ``history`` and ``why`` say of a final status refused as stale (SPEC section
-    4): ``attempt 1 on node-a: succeeded after another node took the attempt over; not
-    counted``."""
+    """What ``history`` and ``why`` say of a final status refused as stale
+    (docs/behaviour.md#durability-and-clusters): ``attempt 1 on node-a: succeeded after another node
+    took the attempt over; not counted``."""
     if record.fenced_status is None:
         return None
     return (f"attempt {record.attempt} on {record.node_id}: {record.fenced_status.value} "

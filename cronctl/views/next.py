@@ -35,7 +35,8 @@ class NextTarget:
     schedule: Schedule
     timezone: str
     written: str | None = None  # a job's expression as written, when it has H
-    # A job's calendars (SPEC section 8): why a fire is excluded (None: it is not).
+    # A job's calendars (docs/behaviour.md#spread-calendars-and-dependencies): why a fire is
+    # excluded (None: it is not).
     excluded: Callable[[datetime], str | None] | None = None
     # A job's jitter: each fire starts up to this much after the planned time shown.
     jitter: timedelta | None = None
@@ -62,9 +63,9 @@ def resolve_next_target(
 
     An argument shaped like a job id is looked up with ``jobs``; anything else is parsed
     as a cron expression (or ``@every 90s``) in ``tz`` (default UTC), its ``H`` items
-    resolved with ``hash_id`` (SPEC section 8: the preview of what job ``hash_id`` would
-    get). User mistakes raise :class:`UsageError` (exit 2) or :class:`NotFoundError`
-    (exit 3) with one line.
+    resolved with ``hash_id`` (docs/behaviour.md#spread-calendars-and-dependencies: the preview of
+    what job ``hash_id`` would get). User mistakes raise :class:`UsageError` (exit 2) or
+    :class:`NotFoundError` (exit 3) with one line.
     """
     text = arg.strip()
     if hash_id is not None and _JOB_ID.fullmatch(hash_id) is None:

@@ -273,8 +273,9 @@ def report_fenced(store: Store, execution_id: int, status: ExecutionStatus,
                   token: int | None, at: datetime) -> ExecutionRecord | None:
     """The store refused the final status of an attempt this node ran: its row was
     closed (or claimed) elsewhere, by the recovery of a node that judged this one dead.
-    SPEC section 4 "Fencing": never silently; name both executions, and keep the refused
-    status on the row (``fenced_status``, ``fenced_at``). Returns the row as it is now."""
+    docs/behaviour.md#single-instance-jobs-and-fencing: never silently; name both executions, and
+    keep the refused status on the row (``fenced_status``, ``fenced_at``). Returns the row as it is
+    now."""
     row = store.get_execution(execution_id)
     if row is None:
         log.warning("fenced: exec=%s ended %s here, but its row is gone", execution_id,

@@ -201,10 +201,10 @@ class Firing(RowWrites):
         return self._sinks.get(job.id) or self._sinks.setdefault(job.id, ProcessLogSink(job.id))
 
     def _hold_back(self, fires: list[Fire]) -> list[Action]:
-        """Stopping: the attempts that would start now (a slot freed) do not (SPEC section
-        3, "stop firing"). A retry keeps its pending row for the next start; a planned
-        instant never dispatched is below no cursor, so the next start's misfire policy
-        decides it; a waiting fire's row written ahead is discarded with the others."""
+        """Stopping: the attempts that would start now (a slot freed) do not
+        (docs/behaviour.md#running, "stop firing"). A retry keeps its pending row for the next
+        start; a planned instant never dispatched is below no cursor, so the next start's misfire
+        policy decides it; a waiting fire's row written ahead is discarded with the others."""
         now, out = self.clock(), list[Action]()
         for a in fires:
             self.trigger_done(a.occurrence_id, None, "the scheduler is stopping")

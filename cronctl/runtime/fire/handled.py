@@ -1,5 +1,5 @@
 """Planned instants the runtime is done with, and what is recorded of them: the skip
-records of instants that did not run (SPEC section 4, the ledger), the job cursors
+records of instants that did not run (docs/behaviour.md#occurrences-and-the-ledger), the job cursors
 (every_instance jobs: also this node's own), the log lines, and the metrics hooks.
 
 The writes go to a :class:`~cronctl.runtime.fire.batches.CursorBatch` that the I/O thread

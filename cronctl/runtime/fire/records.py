@@ -77,8 +77,8 @@ def spawn_recorder(store: Store, submit: Callable[[Callable[[], object]], None],
 def owner_check(store: Store, execution_id: int | None, node_id: str,
                 token: int | None) -> Callable[[], bool] | None:
     """``JobContext.still_owner`` of a tracked attempt: its row is still ``running`` on
-    this node with the token it was claimed with (SPEC section 4). Reads the store on the
-    handler's thread, only when the handler asks."""
+    this node with the token it was claimed with (docs/behaviour.md#durability-and-clusters). Reads
+    the store on the handler's thread, only when the handler asks."""
     if execution_id is None or not store.persistent:
         return None
 
@@ -97,8 +97,9 @@ def takes_token(job: JobDefinition) -> bool:
 
 def fenced(r: Ready) -> bool:
     """Whether the row of ``r`` takes a fencing token: every single_instance attempt, and
-    every attempt that recovery runs in place of an interrupted one (SPEC section 4: the
-    interrupted attempt's late final status is then refused against a real token)."""
+    every attempt that recovery runs in place of an interrupted one
+    (docs/behaviour.md#durability-and-clusters: the interrupted attempt's late final status is then
+    refused against a real token)."""
     return takes_token(r.job) or r.fire.recovered_from is not None
 
 

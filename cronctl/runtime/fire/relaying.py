@@ -173,7 +173,7 @@ class RelayedFires:
         mirrors the core's queue (``admitted``: fires the core admitted, not bound yet)."""
         if not self.enabled:
             return
-        if self._stopping():  # nothing starts any more (SPEC section 3)
+        if self._stopping():  # nothing starts any more (docs/behaviour.md#running)
             if self.open or self._candidates:
                 self.close()
             return

@@ -1,4 +1,4 @@
-"""Resolving a fire's target (SPEC section 3): a fire whose target cannot be resolved is
+"""Resolving a fire's target (docs/behaviour.md#running): a fire whose target cannot be resolved is
 skipped; the first failure per job logs ERROR, repeats log DEBUG until it resolves again."""
 
 from __future__ import annotations

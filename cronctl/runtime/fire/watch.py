@@ -56,7 +56,7 @@ class Watch(Protocol):
 
     def fenced(self, row: ExecutionRecord, status: ExecutionStatus, at: datetime) -> None:
         """The store refused ``status``, this node's final status of ``row``: the attempt
-        was taken over (SPEC section 4). Called on the I/O thread."""
+        was taken over (docs/behaviour.md#durability-and-clusters). Called on the I/O thread."""
 
 
 class NullWatch:

@@ -1,2 +1,2 @@
-"""User notifications (SPEC section 7, ``[notify]``): the events, their delivery to
-webhooks and commands, and the ``late`` check."""
+"""User notifications (docs/behaviour.md#retention-notifications-and-metrics, ``[notify]``): the
+events, their delivery to webhooks and commands, and the ``late`` check."""

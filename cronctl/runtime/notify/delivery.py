@@ -1,5 +1,5 @@
-"""Delivering notification events (SPEC section 7): a webhook ``POST``, a command, or mail
-(:mod:`cronctl.runtime.notify.mail`).
+"""Delivering notification events (docs/behaviour.md#retention-notifications-and-metrics): a webhook
+``POST``, a command, or mail (:mod:`cronctl.runtime.notify.mail`).
 
 Never on the scheduler thread: each destination (a webhook with its headers, or a
 command) has its own *lane*, a bounded queue and a thread, so a dead or hanging endpoint

@@ -1,4 +1,5 @@
-"""Notifications (SPEC section 7): which events happen, who sends them, and their JSON.
+"""Notifications (docs/behaviour.md#retention-notifications-and-metrics): which events happen, who
+sends them, and their JSON.
 
 The fire path calls the :class:`~cronctl.runtime.fire.watch.Watch` hooks of
 :class:`Notifications` on the scheduler thread; each hook only looks up the job's

@@ -1,5 +1,5 @@
-"""Finding ``late`` occurrences (SPEC section 7): ``late_after`` passed since the planned
-instant and the occurrence has not started.
+"""Finding ``late`` occurrences (docs/behaviour.md#retention-notifications-and-metrics):
+``late_after`` passed since the planned instant and the occurrence has not started.
 
 Runs on the notification thread, about once a second. Per job with ``late_after`` (and
 ``late`` among its events), the planned instants whose ``late_after`` passed since the

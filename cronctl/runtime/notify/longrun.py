@@ -1,5 +1,5 @@
-"""Finding ``long_running`` executions (SPEC sections 7 and 9): an attempt still running
-``long_running_after`` after it started raises the event once.
+"""Finding ``long_running`` executions (docs/behaviour.md#sandbox-and-output): an attempt still
+running ``long_running_after`` after it started raises the event once.
 
 ``long_running_after = "auto"`` is three times the 95th percentile of the durations of the
 job's last 20 successes, at least a minute; a job with no success yet has no threshold
