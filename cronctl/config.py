@@ -46,8 +46,7 @@ MAX_CONCURRENT_JOBS = 10_000  # counts are bounded (docs/behaviour.md#configurat
 
 @dataclass(frozen=True)
 class RetentionSettings:
-    """``[retention]`` (docs/behaviour.md#retention-notifications-and-metrics): what ``cronctl run``
-    and ``cronctl prune`` keep.
+    """``[retention]``: what ``cronctl run`` and ``cronctl prune`` keep (docs/behaviour.md).
 
     ``interval`` zero means ``run`` never prunes by itself (``cronctl prune`` still does).
     ``max_log_lines`` caps the job log lines each execution keeps."""
@@ -87,8 +86,7 @@ class Config:
     metrics_listen: tuple[str, int] | None = None
     # [notify]: the notifications of every job (a job's notify table overrides it by key).
     notify: NotifySpec = NotifySpec()
-    # [calendars.NAME] tables (docs/behaviour.md#spread-calendars-and-dependencies), built and
-    # checked with the jobs.
+    # [calendars.NAME] tables (docs/behaviour.md#calendars), built and checked with the jobs.
     calendars: tuple[RawCalendar, ...] = ()
     # [api]: what `cronctl serve` listens on, its tokens, its read deadline.
     api: ApiSettings = ApiSettings()

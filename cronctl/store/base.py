@@ -250,13 +250,12 @@ class Triggers(TriggerQueue, Protocol):
         skip: tuple[str, str] | None = None,
         now: datetime | None = None,
     ) -> bool:
-        """Decide a dependent's occurrence at ``scheduled_at``
-        (docs/behaviour.md#spread-calendars-and-dependencies), once cluster-wide: the decision is
-        the one request of (job, instant). Without ``skip`` it is an untaken request (origin
-        ``dependency``) that a scheduler takes and runs; with ``skip = (reason, detail)`` it is a
-        request already done, and the instant's skip record (cluster-wide scope), written in the
-        same transaction. False when the instant was already decided (by any node, or by a replay
-        request)."""
+        """Decide a dependent's occurrence at ``scheduled_at`` (docs/behaviour.md#dependencies),
+        once cluster-wide: the decision is the one request of (job, instant). Without ``skip``
+        it is an untaken request (origin ``dependency``) that a scheduler takes and runs; with
+        ``skip = (reason, detail)`` it is a request already done, and the instant's skip
+        record (cluster-wide scope), written in the same transaction. False when the instant
+        was already decided (by any node, or by a replay request)."""
         ...
 
     def chain_waits(self, job_ids: Collection[str]) -> list[TriggerRequest]:
