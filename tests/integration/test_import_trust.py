@@ -10,18 +10,17 @@ Real users (``useradd``), real files, real ``cronctl`` processes."""
 from __future__ import annotations
 
 import os
-import pwd
 import shutil
 import subprocess
 import sys
 import sysconfig
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from accounts import real_user
 
 pytestmark = pytest.mark.slow
 
@@ -29,31 +28,15 @@ pytestmark = pytest.mark.slow
 @pytest.fixture
 def intruder() -> Iterator[int]:
     """The uid of a real user made for this test (removed after)."""
-    if os.geteuid() != 0:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail("the import-trust tests run as root in CI")
-        pytest.skip("creating users needs root")
-    name = f"cci{uuid.uuid4().hex[:10]}"
-    subprocess.run(["useradd", "--no-create-home", "--home-dir", f"/nonexistent/{name}",
-                    "--shell", "/usr/sbin/nologin", "--user-group", name], check=True)
-    try:
-        yield pwd.getpwnam(name).pw_uid
-    finally:
-        removed = subprocess.run(["userdel", name], check=False, capture_output=True)
-        assert removed.returncode == 0, removed.stderr
+    with real_user("cci") as uid:
+        yield uid
 
 
 @pytest.fixture
 def other() -> Iterator[int]:
     """A second real user, whom the first one does not trust."""
-    name = f"cco{uuid.uuid4().hex[:10]}"
-    subprocess.run(["useradd", "--no-create-home", "--home-dir", f"/nonexistent/{name}",
-                    "--shell", "/usr/sbin/nologin", "--user-group", name], check=True)
-    try:
-        yield pwd.getpwnam(name).pw_uid
-    finally:
-        removed = subprocess.run(["userdel", name], check=False, capture_output=True)
-        assert removed.returncode == 0, removed.stderr
+    with real_user("cco") as uid:
+        yield uid
 
 
 def _project(tmp_path: Path, job: str) -> tuple[Path, Path]:

@@ -7,34 +7,23 @@ real files, a real ``cronctl run``."""
 from __future__ import annotations
 
 import os
-import pwd
 import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from accounts import real_user
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
 def intruder() -> Iterator[int]:
-    if os.geteuid() != 0:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail("the state-file trust tests run as root in CI")
-        pytest.skip("creating users needs root")
-    name = f"ccs{uuid.uuid4().hex[:10]}"
-    subprocess.run(["useradd", "--no-create-home", "--home-dir", f"/nonexistent/{name}",
-                    "--shell", "/usr/sbin/nologin", "--user-group", name], check=True)
-    try:
-        yield pwd.getpwnam(name).pw_uid
-    finally:
-        removed = subprocess.run(["userdel", name], check=False, capture_output=True)
-        assert removed.returncode == 0, removed.stderr
+    with real_user("ccs") as uid:
+        yield uid
 
 
 def _env() -> dict[str, str]:
